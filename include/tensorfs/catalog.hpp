@@ -1,0 +1,41 @@
+// What a parser makes of a source: the files, the tensors in them and the model-level metadata.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tensorfs/dtype.hpp"
+
+namespace tensorfs {
+
+struct SourceFile {
+    std::string path;      // as opened (absolute or relative to the working directory)
+    std::string display;   // relative to the mounted SOURCE's folder: what meta.json and model.json show
+    std::uint64_t size = 0;
+};
+
+struct Tensor {
+    std::string name;
+    const TypeTraits* type = nullptr;
+    std::vector<std::uint64_t> shape;  // row-major (numpy) order; empty for a scalar
+    std::uint64_t elements = 0;
+    std::uint64_t nbytes = 0;          // stored bytes
+    std::uint32_t file = 0;            // index into Catalog::files
+    std::uint64_t offset = 0;          // absolute byte offset of the stored bytes in that file
+
+    std::uint64_t blocks() const { return elements / type->block_elements; }
+    std::uint64_t f32_bytes() const { return elements * 4; }
+};
+
+struct Catalog {
+    std::string format;                                            // "safetensors" or "gguf"
+    std::vector<SourceFile> files;
+    std::vector<Tensor> tensors;                                   // in file order
+    nlohmann::ordered_json metadata = nlohmann::ordered_json::object();
+    nlohmann::ordered_json metadata_types = nlohmann::ordered_json::object();  // GGUF only
+};
+
+}  // namespace tensorfs

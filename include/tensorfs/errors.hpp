@@ -1,0 +1,49 @@
+// Errors that cross part boundaries. Every message is meant for a user, one line each.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tensorfs {
+
+// One broken rule of a source's format, printed as `tensorfs: FILE: WHAT (at byte N)`.
+struct Problem {
+    std::string file;
+    std::string what;
+    std::optional<std::uint64_t> at_byte;
+
+    std::string line() const;
+};
+
+// A source that breaks rules of its format; carries every problem found.
+class InvalidSource : public std::runtime_error {
+public:
+    explicit InvalidSource(std::vector<Problem> problems);
+    const std::vector<Problem>& problems() const { return problems_; }
+
+private:
+    std::vector<Problem> problems_;
+};
+
+// Collects the problems of one parse, so that `validate` can print them all.
+class Problems {
+public:
+    void add(std::string file, std::string what, std::optional<std::uint64_t> at_byte = std::nullopt);
+    bool empty() const { return list_.empty(); }
+    // Throws InvalidSource when anything was added.
+    void throw_if_any();
+
+private:
+    std::vector<Problem> list_;
+};
+
+// A read of a source file that could not be served (short read, I/O error): EIO at the FUSE border.
+class IoError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+}  // namespace tensorfs

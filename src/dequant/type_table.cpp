@@ -1,0 +1,64 @@
+// The table of every element type tensorfs knows, for both formats. One row describes one type.
+#include <array>
+
+#include "kernels.hpp"
+#include "tensorfs/dtype.hpp"
+
+namespace tensorfs {
+namespace {
+
+namespace k = kernels;
+
+// ggml types by id (ggml.h `enum ggml_type`). Ids that ggml retired are absent.
+constexpr std::array kGgmlTypes{
+    TypeTraits{"F32", 0, 1, 4, k::f32, nullptr},
+    TypeTraits{"F16", 1, 1, 2, k::f16, nullptr},
+    TypeTraits{"BF16", 30, 1, 2, k::bf16, nullptr},
+    TypeTraits{"F64", 28, 1, 8, k::f64, nullptr},
+    TypeTraits{"I8", 24, 1, 1, k::i8, nullptr},
+    TypeTraits{"I16", 25, 1, 2, k::i16, nullptr},
+    TypeTraits{"I32", 26, 1, 4, k::i32, nullptr},
+    TypeTraits{"I64", 27, 1, 8, k::i64, nullptr},
+};
+
+// safetensors dtypes (safetensors `Dtype`). Sub-byte types are described as the smallest whole-byte block.
+constexpr std::array kSafetensorsDtypes{
+    TypeTraits{"BOOL", -1, 1, 1, k::boolean, nullptr},
+    TypeTraits{"U8", -1, 1, 1, k::u8, nullptr},
+    TypeTraits{"I8", -1, 1, 1, k::i8, nullptr},
+    TypeTraits{"U16", -1, 1, 2, k::u16, nullptr},
+    TypeTraits{"I16", -1, 1, 2, k::i16, nullptr},
+    TypeTraits{"U32", -1, 1, 4, k::u32, nullptr},
+    TypeTraits{"I32", -1, 1, 4, k::i32, nullptr},
+    TypeTraits{"U64", -1, 1, 8, k::u64, nullptr},
+    TypeTraits{"I64", -1, 1, 8, k::i64, nullptr},
+    TypeTraits{"F16", -1, 1, 2, k::f16, nullptr},
+    TypeTraits{"BF16", -1, 1, 2, k::bf16, nullptr},
+    TypeTraits{"F32", -1, 1, 4, k::f32, nullptr},
+    TypeTraits{"F64", -1, 1, 8, k::f64, nullptr},
+    TypeTraits{"C64", -1, 1, 8, nullptr, nullptr},
+};
+
+}  // namespace
+
+const TypeTraits* ggml_type_by_id(std::uint32_t id) {
+    for (const auto& type : kGgmlTypes) {
+        if (type.ggml_id == static_cast<int>(id)) return &type;
+    }
+    return nullptr;
+}
+
+const TypeTraits* safetensors_dtype_by_name(std::string_view name) {
+    for (const auto& type : kSafetensorsDtypes) {
+        if (type.name == name) return &type;
+    }
+    return nullptr;
+}
+
+DequantKernel active_kernel(const TypeTraits& type) {
+    static const bool cpu_has_fast_path =
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+    return (type.fast != nullptr && cpu_has_fast_path) ? type.fast : type.portable;
+}
+
+}  // namespace tensorfs

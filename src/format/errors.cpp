@@ -1,0 +1,28 @@
+#include "tensorfs/errors.hpp"
+
+namespace tensorfs {
+
+std::string Problem::line() const {
+    std::string text = "tensorfs: " + file + ": " + what;
+    if (at_byte) text += " (at byte " + std::to_string(*at_byte) + ")";
+    return text;
+}
+
+namespace {
+std::string first_line(const std::vector<Problem>& problems) {
+    return problems.empty() ? std::string("invalid source") : problems.front().line();
+}
+}  // namespace
+
+InvalidSource::InvalidSource(std::vector<Problem> problems)
+    : std::runtime_error(first_line(problems)), problems_(std::move(problems)) {}
+
+void Problems::add(std::string file, std::string what, std::optional<std::uint64_t> at_byte) {
+    list_.push_back(Problem{std::move(file), std::move(what), at_byte});
+}
+
+void Problems::throw_if_any() {
+    if (!list_.empty()) throw InvalidSource(std::move(list_));
+}
+
+}  // namespace tensorfs
