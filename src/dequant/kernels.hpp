@@ -24,6 +24,26 @@ TENSORFS_KERNEL(u32);
 TENSORFS_KERNEL(u64);
 TENSORFS_KERNEL(boolean);
 
+// ggml block quants, bit-exact with ggml's dequantize_row_*.
+// legacy_quants.cpp: 32-element blocks
+TENSORFS_KERNEL(q4_0);
+TENSORFS_KERNEL(q4_1);
+TENSORFS_KERNEL(q5_0);
+TENSORFS_KERNEL(q5_1);
+TENSORFS_KERNEL(q8_0);
+// k_quants.cpp: 256-element super-blocks
+TENSORFS_KERNEL(q2_k);
+TENSORFS_KERNEL(q3_k);
+TENSORFS_KERNEL(q4_k);
+TENSORFS_KERNEL(q5_k);
+TENSORFS_KERNEL(q6_k);
+// ternary_quants.cpp: 256-element ternary blocks
+TENSORFS_KERNEL(tq1_0);
+TENSORFS_KERNEL(tq2_0);
+// low_bit_quants.cpp: Q1_0 (128 elements) and Q2_0 (64 elements)
+TENSORFS_KERNEL(q1_0);
+TENSORFS_KERNEL(q2_0);
+
 #undef TENSORFS_KERNEL
 
 }  // namespace tensorfs::kernels

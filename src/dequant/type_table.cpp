@@ -19,6 +19,20 @@ constexpr std::array kGgmlTypes{
     TypeTraits{"I16", 25, 1, 2, k::i16, nullptr},
     TypeTraits{"I32", 26, 1, 4, k::i32, nullptr},
     TypeTraits{"I64", 27, 1, 8, k::i64, nullptr},
+    TypeTraits{"Q4_0", 2, 32, 18, k::q4_0, nullptr},
+    TypeTraits{"Q4_1", 3, 32, 20, k::q4_1, nullptr},
+    TypeTraits{"Q5_0", 6, 32, 22, k::q5_0, nullptr},
+    TypeTraits{"Q5_1", 7, 32, 24, k::q5_1, nullptr},
+    TypeTraits{"Q8_0", 8, 32, 34, k::q8_0, nullptr},
+    TypeTraits{"Q2_K", 10, 256, 84, k::q2_k, nullptr},
+    TypeTraits{"Q3_K", 11, 256, 110, k::q3_k, nullptr},
+    TypeTraits{"Q4_K", 12, 256, 144, k::q4_k, nullptr},
+    TypeTraits{"Q5_K", 13, 256, 176, k::q5_k, nullptr},
+    TypeTraits{"Q6_K", 14, 256, 210, k::q6_k, nullptr},
+    TypeTraits{"TQ1_0", 34, 256, 54, k::tq1_0, nullptr},
+    TypeTraits{"TQ2_0", 35, 256, 66, k::tq2_0, nullptr},
+    TypeTraits{"Q1_0", 41, 128, 18, k::q1_0, nullptr},
+    TypeTraits{"Q2_0", 42, 64, 18, k::q2_0, nullptr},
 };
 
 // safetensors dtypes (safetensors `Dtype`). Sub-byte types are described as the smallest whole-byte block.
