@@ -1,0 +1,25 @@
+// `tensorfs validate SOURCE`: every header rule checked, every problem printed, nothing mounted.
+#include <cstdio>
+
+#include "commands.hpp"
+#include "tensorfs/errors.hpp"
+#include "tensorfs/open_source.hpp"
+#include "tensorfs/tree.hpp"
+
+namespace tensorfs::cli {
+
+int validate_command(const Arguments& args) {
+    if (args.size() != 1) return usage_error("validate needs SOURCE");
+    try {
+        const Catalog catalog = open_catalog(args[0]);
+        const Tree tree(catalog);  // names that cannot become directories are problems too
+        std::printf("%s: valid %s, %zu tensors in %zu file(s)\n", args[0].c_str(), catalog.format.c_str(),
+                    catalog.tensors.size(), catalog.files.size());
+        return 0;
+    } catch (const InvalidSource& invalid) {
+        for (const auto& problem : invalid.problems()) std::fprintf(stderr, "%s\n", problem.line().c_str());
+        return 1;
+    }
+}
+
+}  // namespace tensorfs::cli

@@ -1,0 +1,241 @@
+// Every request is answered exactly once; exceptions never cross into libfuse (they become errno replies).
+#include "fuse_ops.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "tensorfs/errors.hpp"
+
+namespace tensorfs {
+namespace {
+
+// The tree never changes while mounted, so the kernel may keep names and attributes as long as it likes.
+constexpr double kCacheSeconds = 86400.0;
+
+Filesystem& filesystem_of(fuse_req_t req) { return *static_cast<Filesystem*>(fuse_req_userdata(req)); }
+
+struct stat attributes_of(const Filesystem& fs, Node node) {
+    struct stat st {};
+    st.st_ino = Tree::inode_of(node);
+    if (node.is_directory()) {
+        st.st_mode = S_IFDIR | 0555;
+        st.st_nlink = 2;
+    } else {
+        st.st_mode = S_IFREG | 0444;
+        st.st_nlink = 1;
+        st.st_size = static_cast<off_t>(fs.content.size(node));
+        st.st_blocks = (st.st_size + 511) / 512;
+    }
+    st.st_blksize = 1 << 20;
+    st.st_uid = fs.uid;
+    st.st_gid = fs.gid;
+    st.st_atim = st.st_mtim = st.st_ctim = fs.mtime;
+    return st;
+}
+
+fuse_entry_param entry_of(const Filesystem& fs, Node node) {
+    fuse_entry_param entry{};
+    entry.ino = Tree::inode_of(node);
+    entry.attr = attributes_of(fs, node);
+    entry.attr_timeout = kCacheSeconds;
+    entry.entry_timeout = kCacheSeconds;
+    return entry;
+}
+
+// Runs `body`, turning any exception into an errno reply.
+template <typename Body>
+void answer(fuse_req_t req, Body&& body) {
+    try {
+        body();
+    } catch (const IoError&) {
+        filesystem_of(req).content.stats().read_errors.add(1);
+        fuse_reply_err(req, EIO);
+    } catch (const std::bad_alloc&) {
+        fuse_reply_err(req, ENOMEM);
+    } catch (...) {
+        fuse_reply_err(req, EIO);
+    }
+}
+
+void op_init(void*, fuse_conn_info* conn) {
+    conn->max_background = 64;
+    conn->congestion_threshold = 48;
+    // Contents never change: no need to compare mtimes to drop cached pages.
+    conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+    if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
+}
+
+void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+    answer(req, [&] {
+        const Filesystem& fs = filesystem_of(req);
+        const auto dir = fs.tree.node_of(parent);
+        if (!dir) return (void)fuse_reply_err(req, ENOENT);
+        if (!dir->is_directory()) return (void)fuse_reply_err(req, ENOTDIR);
+        const auto node = fs.tree.lookup(*dir, name);
+        if (!node) return (void)fuse_reply_err(req, ENOENT);
+        const fuse_entry_param entry = entry_of(fs, *node);
+        fuse_reply_entry(req, &entry);
+    });
+}
+
+void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+    answer(req, [&] {
+        const Filesystem& fs = filesystem_of(req);
+        const auto node = fs.tree.node_of(ino);
+        if (!node) return (void)fuse_reply_err(req, ENOENT);
+        const struct stat st = attributes_of(fs, *node);
+        fuse_reply_attr(req, &st, kCacheSeconds);
+    });
+}
+
+void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    const Filesystem& fs = filesystem_of(req);
+    const auto node = fs.tree.node_of(ino);
+    if (!node) return (void)fuse_reply_err(req, ENOENT);
+    if (node->is_directory()) return (void)fuse_reply_err(req, EISDIR);
+    if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) return (void)fuse_reply_err(req, EROFS);
+    // Live counters must be read anew at every open; everything else may stay in the page cache.
+    fi->keep_cache = node->kind != NodeKind::StatsJson;
+    fi->noflush = 1;
+    fuse_reply_open(req, fi);
+}
+
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+    answer(req, [&] {
+        Filesystem& fs = filesystem_of(req);
+        const auto node = fs.tree.node_of(ino);
+        if (!node) return (void)fuse_reply_err(req, ENOENT);
+        thread_local std::vector<char> buffer;
+        if (buffer.size() < size) buffer.resize(size);
+        const std::size_t count = fs.content.read(*node, static_cast<std::uint64_t>(off), size, buffer.data());
+        fuse_reply_buf(req, buffer.data(), count);
+    });
+}
+
+void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    const Filesystem& fs = filesystem_of(req);
+    const auto node = fs.tree.node_of(ino);
+    if (!node) return (void)fuse_reply_err(req, ENOENT);
+    if (!node->is_directory()) return (void)fuse_reply_err(req, ENOTDIR);
+    fi->cache_readdir = 1;
+    fi->keep_cache = 1;
+    fuse_reply_open(req, fi);
+}
+
+// Directory offsets: 1 is ".", 2 is "..", 3 + i is the i-th child.
+void read_directory(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
+    answer(req, [&] {
+        const Filesystem& fs = filesystem_of(req);
+        const auto dir = fs.tree.node_of(ino);
+        if (!dir) return (void)fuse_reply_err(req, ENOENT);
+        std::vector<char> buffer(size);
+        std::size_t used = 0;
+        const std::size_t children = fs.tree.child_count(*dir);
+        for (std::uint64_t next = static_cast<std::uint64_t>(off); next < 2 + children; ++next) {
+            Node node;
+            std::string_view name;
+            if (next < 2) {
+                node = next == 0 ? *dir : fs.tree.parent_of(*dir);
+                name = next == 0 ? "." : "..";
+            } else {
+                const DirEntry entry = fs.tree.child(*dir, next - 2);
+                node = entry.node;
+                name = entry.name;
+            }
+            const std::string name_z(name);
+            const off_t entry_off = static_cast<off_t>(next + 1);
+            std::size_t wanted;
+            if (plus) {
+                const fuse_entry_param entry = entry_of(fs, node);
+                wanted = fuse_add_direntry_plus(req, buffer.data() + used, size - used, name_z.c_str(), &entry,
+                                                entry_off);
+            } else {
+                const struct stat st = attributes_of(fs, node);
+                wanted = fuse_add_direntry(req, buffer.data() + used, size - used, name_z.c_str(), &st, entry_off);
+            }
+            if (wanted > size - used) break;
+            used += wanted;
+        }
+        fuse_reply_buf(req, buffer.data(), used);
+    });
+}
+
+void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+    read_directory(req, ino, size, off, false);
+}
+
+void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+    read_directory(req, ino, size, off, true);
+}
+
+void op_statfs(fuse_req_t req, fuse_ino_t) {
+    const Filesystem& fs = filesystem_of(req);
+    struct statvfs st {};
+    st.f_bsize = 4096;
+    st.f_frsize = 4096;
+    st.f_blocks = (fs.total_bytes + 4095) / 4096;
+    st.f_files = 4 + fs.tree.tensor_count() * 5;
+    st.f_namemax = 255;
+    st.f_flag = ST_RDONLY;
+    fuse_reply_statfs(req, &st);
+}
+
+// Everything that would change the tree.
+void refuse_setattr(fuse_req_t req, fuse_ino_t, struct stat*, int, fuse_file_info*) { fuse_reply_err(req, EROFS); }
+void refuse_mknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { fuse_reply_err(req, EROFS); }
+void refuse_mkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) { fuse_reply_err(req, EROFS); }
+void refuse_unlink(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void refuse_symlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void refuse_rename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned) {
+    fuse_reply_err(req, EROFS);
+}
+void refuse_link(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void refuse_write(fuse_req_t req, fuse_ino_t, const char*, size_t, off_t, fuse_file_info*) {
+    fuse_reply_err(req, EROFS);
+}
+void refuse_create(fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*) { fuse_reply_err(req, EROFS); }
+void refuse_setxattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) { fuse_reply_err(req, EROFS); }
+void refuse_removexattr(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void refuse_fallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, fuse_file_info*) { fuse_reply_err(req, EROFS); }
+
+fuse_lowlevel_ops make_operations() {
+    fuse_lowlevel_ops ops{};
+    ops.init = op_init;
+    ops.lookup = op_lookup;
+    ops.getattr = op_getattr;
+    ops.open = op_open;
+    ops.read = op_read;
+    ops.opendir = op_opendir;
+    ops.readdir = op_readdir;
+    ops.readdirplus = op_readdirplus;
+    ops.statfs = op_statfs;
+    ops.setattr = refuse_setattr;
+    ops.mknod = refuse_mknod;
+    ops.mkdir = refuse_mkdir;
+    ops.unlink = refuse_unlink;
+    ops.rmdir = refuse_unlink;
+    ops.symlink = refuse_symlink;
+    ops.rename = refuse_rename;
+    ops.link = refuse_link;
+    ops.write = refuse_write;
+    ops.create = refuse_create;
+    ops.setxattr = refuse_setxattr;
+    ops.removexattr = refuse_removexattr;
+    ops.fallocate = refuse_fallocate;
+    return ops;
+}
+
+}  // namespace
+
+const fuse_lowlevel_ops& tensorfs_operations() {
+    static const fuse_lowlevel_ops ops = make_operations();
+    return ops;
+}
+
+}  // namespace tensorfs

@@ -1,0 +1,28 @@
+// The libfuse low-level operations of a tensorfs mount: a thin map from FUSE requests to Tree and Content.
+#pragma once
+
+#include <sys/types.h>
+
+#include <ctime>
+
+#define FUSE_USE_VERSION 312
+#include <fuse3/fuse_lowlevel.h>
+
+#include "tensorfs/content.hpp"
+#include "tensorfs/tree.hpp"
+
+namespace tensorfs {
+
+// What the operations need; passed to fuse_session_new as userdata.
+struct Filesystem {
+    const Tree& tree;
+    Content& content;
+    std::uint64_t total_bytes;   // for statfs
+    struct timespec mtime;       // of the (first) source file; the tree shows it for every node
+    uid_t uid;
+    gid_t gid;
+};
+
+const fuse_lowlevel_ops& tensorfs_operations();
+
+}  // namespace tensorfs

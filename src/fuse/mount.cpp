@@ -1,0 +1,122 @@
+#include "tensorfs/mount.hpp"
+
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <memory>
+
+#include "fuse_ops.hpp"
+#include "tensorfs/errors.hpp"
+#include "tensorfs/open_source.hpp"
+
+extern char** environ;
+
+namespace tensorfs {
+namespace {
+
+constexpr unsigned kDefaultThreads = 16;
+
+// Options every tensorfs mount has: read-only, and named after its source in /proc/mounts.
+std::string fixed_fuse_options(const std::string& source) {
+    std::string fsname;
+    for (const char c : source) {
+        if (c == ',' || c == '\\') fsname += '\\';  // libfuse's option parser treats ',' as a separator
+        fsname += c;
+    }
+    return "ro,subtype=tensorfs,fsname=" + fsname;
+}
+
+struct FuseArgs {
+    std::vector<std::string> strings;
+    std::vector<char*> pointers;
+
+    fuse_args make() {
+        pointers.clear();
+        for (auto& s : strings) pointers.push_back(s.data());
+        return FUSE_ARGS_INIT(static_cast<int>(pointers.size()), pointers.data());
+    }
+};
+
+int serve(fuse_session* session, const MountOptions& options) {
+    if (options.single_threaded) return fuse_session_loop(session);
+    std::unique_ptr<fuse_loop_config, decltype(&fuse_loop_cfg_destroy)> config(fuse_loop_cfg_create(),
+                                                                               fuse_loop_cfg_destroy);
+    fuse_loop_cfg_set_max_threads(config.get(), options.threads ? options.threads : kDefaultThreads);
+    fuse_loop_cfg_set_clone_fd(config.get(), 0);
+    return fuse_session_loop_mt(session, config.get());
+}
+
+}  // namespace
+
+int run_mount(const MountOptions& options) {
+    std::unique_ptr<Catalog> catalog;
+    std::unique_ptr<Tree> tree;
+    std::unique_ptr<SourceFiles> files;
+    try {
+        catalog = std::make_unique<Catalog>(open_catalog(options.source));
+        tree = std::make_unique<Tree>(*catalog);
+        files = std::make_unique<SourceFiles>(*catalog);
+    } catch (const InvalidSource& invalid) {
+        for (const auto& problem : invalid.problems()) std::fprintf(stderr, "%s\n", problem.line().c_str());
+        return 1;
+    }
+    Stats stats;
+    stats.cache_budget = options.cache_size;
+    Content content(*catalog, *tree, *files, stats);
+
+    std::uint64_t total_bytes = 0;
+    for (const auto& tensor : catalog->tensors) total_bytes += tensor.nbytes;
+    struct stat source_stat {};
+    ::fstat(files->fd(0), &source_stat);
+    Filesystem filesystem{*tree, content, total_bytes, source_stat.st_mtim, ::getuid(), ::getgid()};
+
+    FuseArgs args;
+    args.strings = {"tensorfs", "-o", fixed_fuse_options(options.source)};
+    for (const auto& option : options.fuse_options) {
+        args.strings.push_back("-o");
+        args.strings.push_back(option);
+    }
+    if (options.debug) args.strings.push_back("-d");
+    fuse_args fargs = args.make();
+
+    const auto& ops = tensorfs_operations();
+    fuse_session* session = fuse_session_new(&fargs, &ops, sizeof ops, &filesystem);
+    fuse_opt_free_args(&fargs);
+    if (session == nullptr) return 1;  // libfuse said which option it did not take
+    if (fuse_set_signal_handlers(session) != 0) {
+        fuse_session_destroy(session);
+        return 2;
+    }
+    if (fuse_session_mount(session, options.mountpoint.c_str()) != 0) {
+        fuse_remove_signal_handlers(session);
+        fuse_session_destroy(session);
+        return 2;
+    }
+    // The mount exists now; the parent returns from here and a reader can use the mount at once.
+    fuse_daemonize(options.foreground ? 1 : 0);
+    const int loop_result = serve(session, options);
+    fuse_session_unmount(session);
+    fuse_remove_signal_handlers(session);
+    fuse_session_destroy(session);
+    // The loop ends with the number of the signal that stopped it, or a negative errno when it failed.
+    return loop_result < 0 ? 2 : 0;
+}
+
+int run_umount(const std::string& mountpoint) {
+    const char* argv[] = {"fusermount3", "-u", mountpoint.c_str(), nullptr};
+    pid_t pid;
+    if (posix_spawnp(&pid, "fusermount3", nullptr, nullptr, const_cast<char**>(argv), environ) != 0) {
+        std::fprintf(stderr, "tensorfs: cannot run fusermount3\n");
+        return 2;
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 2;
+}
+
+}  // namespace tensorfs

@@ -1,0 +1,46 @@
+#include "tensorfs/json_files.hpp"
+
+namespace tensorfs {
+
+nlohmann::ordered_json tensor_meta(const Catalog& catalog, std::uint32_t index) {
+    const Tensor& tensor = catalog.tensors[index];
+    nlohmann::ordered_json meta;
+    meta["name"] = tensor.name;
+    meta["dtype"] = tensor.type->name;
+    if (tensor.type->ggml_id >= 0) meta["ggml_type"] = tensor.type->ggml_id;
+    meta["shape"] = tensor.shape;
+    meta["elements"] = tensor.elements;
+    meta["nbytes"] = tensor.nbytes;
+    meta["file"] = catalog.files[tensor.file].display;
+    meta["offset"] = tensor.offset;
+    if (tensor.type->has_dequant()) {
+        meta["dequant"] = {{"dtype", "float32"}, {"shape", tensor.shape}, {"nbytes", tensor.f32_bytes()}};
+    } else {
+        meta["dequant"] = nullptr;
+    }
+    return meta;
+}
+
+nlohmann::ordered_json model_meta(const Catalog& catalog, const Tree& tree) {
+    nlohmann::ordered_json model;
+    model["format"] = catalog.format;
+    auto& files = model["files"] = nlohmann::ordered_json::array();
+    for (const auto& file : catalog.files) files.push_back({{"path", file.display}, {"size", file.size}});
+    model["tensor_count"] = catalog.tensors.size();
+    std::uint64_t total = 0;
+    for (const auto& tensor : catalog.tensors) total += tensor.nbytes;
+    model["total_nbytes"] = total;
+    model["metadata"] = catalog.metadata;
+    if (catalog.format == "gguf") model["metadata_types"] = catalog.metadata_types;
+    auto& renamed = model["renamed"] = nlohmann::ordered_json::object();
+    for (std::uint32_t i = 0; i < catalog.tensors.size(); ++i) {
+        if (tree.directory_name(i) != catalog.tensors[i].name) renamed[catalog.tensors[i].name] = tree.directory_name(i);
+    }
+    return model;
+}
+
+std::string render_json_file(const nlohmann::ordered_json& document) {
+    return document.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace tensorfs

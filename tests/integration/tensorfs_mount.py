@@ -1,0 +1,85 @@
+"""Helpers for integration tests: run the tensorfs binary, mount for real in a temporary folder, always unmount."""
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+BIN = os.environ["TENSORFS_BIN"]
+DATA = os.environ["TENSORFS_TEST_DATA"]
+VECTORS = os.path.join(DATA, "vectors")
+
+
+def manifest():
+    with open(os.path.join(VECTORS, "manifest.json")) as f:
+        return json.load(f)
+
+
+def run(*args, **kwargs):
+    """Runs `tensorfs ARGS...` and returns the CompletedProcess (text output)."""
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120, **kwargs)
+
+
+def is_mounted(path):
+    path = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
+def daemon_pids(mountpoint):
+    """Pids of tensorfs processes serving `mountpoint` (found by their unique command line)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and os.path.basename(argv[0]) == b"tensorfs" and mountpoint.encode() in argv:
+            pids.append(int(entry))
+    return pids
+
+
+def wait_until(predicate, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+class Mount:
+    """`with Mount(source) as m:` mounts SOURCE in a fresh temporary folder (m.path) and unmounts at exit,
+    also when the body failed."""
+
+    def __init__(self, source, *options):
+        self.source = source
+        self.options = options
+        self.tmp = tempfile.mkdtemp(prefix="tensorfs-test-")
+        self.path = os.path.join(self.tmp, "mnt")
+        os.mkdir(self.path)
+
+    def __enter__(self):
+        result = run("mount", self.source, self.path, *self.options)
+        if result.returncode != 0:
+            os.rmdir(self.path)
+            os.rmdir(self.tmp)
+            raise AssertionError(f"mount failed ({result.returncode}): {result.stderr}")
+        return self
+
+    def __exit__(self, *exc):
+        self.unmount()
+        return False
+
+    def unmount(self):
+        if is_mounted(self.path):
+            subprocess.run(["fusermount3", "-u", self.path], capture_output=True, timeout=60)
+        if not is_mounted(self.path) and os.path.isdir(self.tmp):
+            os.rmdir(self.path)
+            os.rmdir(self.tmp)
+
+    def tensor(self, dir_name, file):
+        return os.path.join(self.path, dir_name, file)
