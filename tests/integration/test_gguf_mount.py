@@ -1,0 +1,114 @@
+"""GGUF files mounted for real: every tensor's values against ggml's own outputs, metadata, split sets."""
+import json
+import os
+import struct
+import unittest
+
+import numpy as np
+
+from tensorfs_mount import VECTORS, Mount, manifest
+
+TYPE_NAMES = {"f32": "F32", "f16": "F16", "bf16": "BF16"}
+
+
+def same_floats(expected, actual):
+    """Bit-identical, except that NaN matches NaN (the vectors' README)."""
+    if expected.shape != actual.shape:
+        return False
+    nan_e, nan_a = np.isnan(expected), np.isnan(actual)
+    return bool(np.array_equal(nan_e, nan_a)
+                and np.array_equal(expected.view(np.uint32)[~nan_e], actual.view(np.uint32)[~nan_a]))
+
+
+def float_bits(value, gguf_type):
+    return "0x" + (struct.pack(">f", value) if gguf_type == "FLOAT32" else struct.pack(">d", value)).hex()
+
+
+def gguf_entry(path):
+    return next(g for g in manifest()["gguf"] if g["file"] == path)
+
+
+class GgufFiles(unittest.TestCase):
+    def check_file(self, relative):
+        entry = gguf_entry(relative)
+        with Mount(os.path.join(VECTORS, relative)) as m:
+            self.assertEqual(sorted(n for n in os.listdir(m.path) if n not in ("model.json", ".tensorfs")),
+                             sorted(t["name"] for t in entry["tensors"]))
+            for t in entry["tensors"]:
+                with self.subTest(file=relative, tensor=t["name"]):
+                    with open(m.tensor(t["name"], "meta.json")) as f:
+                        meta = json.load(f)
+                    self.assertEqual(meta["dtype"].lower(), t["ggml_type"].lower())
+                    self.assertEqual(meta["ggml_type"], t["ggml_type_id"])
+                    self.assertEqual(meta["shape"], t["numpy_shape"])
+                    self.assertEqual(meta["offset"], t["data_offset"])
+                    self.assertEqual(meta["nbytes"], t["raw_nbytes"])
+                    expected = np.fromfile(os.path.join(VECTORS, t["expected_f32"]), dtype="<f4")
+                    actual = np.fromfile(m.tensor(t["name"], "dequant.f32"), dtype="<f4")
+                    self.assertTrue(same_floats(expected, actual))
+                    loaded = np.load(m.tensor(t["name"], "dequant.npy"), mmap_mode="r")
+                    self.assertEqual(list(loaded.shape), t["numpy_shape"])
+                    self.assertTrue(same_floats(expected.reshape(loaded.shape), np.array(loaded)))
+                    del loaded
+            self.check_metadata(m, entry)
+
+    def check_metadata(self, m, entry):
+        with open(os.path.join(m.path, "model.json")) as f:
+            model = json.load(f)
+        self.assertEqual(model["format"], "gguf")
+        self.assertEqual(model["tensor_count"], entry["n_tensors"])
+        for kv in entry["metadata"]:
+            with self.subTest(key=kv["key"]):
+                value = model["metadata"][kv["key"]]
+                gguf_type = kv["type"] if kv["type"] != "ARRAY" else f"ARRAY[{kv['elem_type']}]"
+                self.assertEqual(model["metadata_types"][kv["key"]], gguf_type)
+                if "bits" in kv and kv["type"] == "ARRAY":
+                    self.assertEqual([float_bits(v, kv["elem_type"]) for v in value], kv["bits"])
+                elif "bits" in kv:
+                    self.assertEqual(float_bits(value, kv["type"]), kv["bits"])
+                else:
+                    self.assertEqual(value, kv["value"])
+                if "utf8_hex" in kv:
+                    self.assertEqual(value.encode().hex(), kv["utf8_hex"])
+
+    def test_mixed(self):
+        self.check_file("gguf/mixed.gguf")
+
+    def test_align64(self):
+        self.check_file("gguf/align64.gguf")
+
+    def test_tiny_llama(self):
+        self.check_file("gguf/tiny-llama-Q4_K_M.gguf")
+
+
+class SplitModel(unittest.TestCase):
+    def test_any_part_or_the_folder_mounts_the_whole_model(self):
+        unsplit = gguf_entry("gguf/tiny-llama-Q4_K_M.gguf")
+        parts = sorted(os.listdir(os.path.join(VECTORS, "gguf/split")))
+        sources = [os.path.join(VECTORS, "gguf/split", p) for p in parts] + [os.path.join(VECTORS, "gguf/split")]
+        for source in sources:
+            with self.subTest(source=os.path.basename(source)), Mount(source) as m:
+                with open(os.path.join(m.path, "model.json")) as f:
+                    model = json.load(f)
+                self.assertEqual([f["path"] for f in model["files"]], parts)
+                self.assertEqual(model["tensor_count"], unsplit["n_tensors"])
+                for t in unsplit["tensors"]:
+                    expected = np.fromfile(os.path.join(VECTORS, t["expected_f32"]), dtype="<f4")
+                    actual = np.fromfile(m.tensor(t["name"], "dequant.f32"), dtype="<f4")
+                    self.assertTrue(same_floats(expected, actual), t["name"])
+                    with open(m.tensor(t["name"], "meta.json")) as f:
+                        meta = json.load(f)
+                    self.assertEqual(meta["shape"], t["numpy_shape"])
+                    self.assertIn(meta["file"], parts)
+                    with open(m.tensor(t["name"], "raw"), "rb") as f:
+                        raw = f.read()
+                    with open(os.path.join(VECTORS, "gguf/split", meta["file"]), "rb") as f:
+                        f.seek(meta["offset"])
+                        self.assertEqual(raw, f.read(meta["nbytes"]))
+                    self.assertEqual(len(raw), t["raw_nbytes"])
+                # The first part's key/value pairs describe the model.
+                self.assertEqual(model["metadata"]["general.architecture"], "llama")
+
+
+if __name__ == "__main__":
+    unittest.main()
