@@ -44,6 +44,20 @@ TENSORFS_KERNEL(tq2_0);
 TENSORFS_KERNEL(q1_0);
 TENSORFS_KERNEL(q2_0);
 
+// i_quants.cpp: ggml IQ formats (grid codebooks and non-linear levels, tables in ggml_tables.hpp)
+TENSORFS_KERNEL(iq1_s);
+TENSORFS_KERNEL(iq1_m);
+TENSORFS_KERNEL(iq2_xxs);
+TENSORFS_KERNEL(iq2_xs);
+TENSORFS_KERNEL(iq2_s);
+TENSORFS_KERNEL(iq3_xxs);
+TENSORFS_KERNEL(iq3_s);
+TENSORFS_KERNEL(iq4_nl);
+TENSORFS_KERNEL(iq4_xs);
+// fp4_quants.cpp: E2M1 nibbles with an E8M0 (MXFP4) or UE4M3 (NVFP4) scale
+TENSORFS_KERNEL(mxfp4);
+TENSORFS_KERNEL(nvfp4);
+
 #undef TENSORFS_KERNEL
 
 }  // namespace tensorfs::kernels

@@ -33,6 +33,17 @@ constexpr std::array kGgmlTypes{
     TypeTraits{"TQ2_0", 35, 256, 66, k::tq2_0, nullptr},
     TypeTraits{"Q1_0", 41, 128, 18, k::q1_0, nullptr},
     TypeTraits{"Q2_0", 42, 64, 18, k::q2_0, nullptr},
+    TypeTraits{"IQ2_XXS", 16, 256, 66, k::iq2_xxs, nullptr},
+    TypeTraits{"IQ2_XS", 17, 256, 74, k::iq2_xs, nullptr},
+    TypeTraits{"IQ3_XXS", 18, 256, 98, k::iq3_xxs, nullptr},
+    TypeTraits{"IQ1_S", 19, 256, 50, k::iq1_s, nullptr},
+    TypeTraits{"IQ4_NL", 20, 32, 18, k::iq4_nl, nullptr},
+    TypeTraits{"IQ3_S", 21, 256, 110, k::iq3_s, nullptr},
+    TypeTraits{"IQ2_S", 22, 256, 82, k::iq2_s, nullptr},
+    TypeTraits{"IQ4_XS", 23, 256, 136, k::iq4_xs, nullptr},
+    TypeTraits{"IQ1_M", 29, 256, 56, k::iq1_m, nullptr},
+    TypeTraits{"MXFP4", 39, 32, 17, k::mxfp4, nullptr},
+    TypeTraits{"NVFP4", 40, 64, 36, k::nvfp4, nullptr},
 };
 
 // safetensors dtypes (safetensors `Dtype`). Sub-byte types are described as the smallest whole-byte block.
