@@ -58,6 +58,17 @@ TENSORFS_KERNEL(iq4_xs);
 TENSORFS_KERNEL(mxfp4);
 TENSORFS_KERNEL(nvfp4);
 
+// small_floats.cpp: safetensors 8-bit and sub-byte floats (OCP FP8 and MX element types, FNUZ variants).
+// F4 blocks are 1 byte (2 elements), F6 blocks 3 bytes (4 elements); the others take one byte per element.
+TENSORFS_KERNEL(f8_e4m3);
+TENSORFS_KERNEL(f8_e5m2);
+TENSORFS_KERNEL(f8_e4m3fnuz);
+TENSORFS_KERNEL(f8_e5m2fnuz);
+TENSORFS_KERNEL(f8_e8m0);
+TENSORFS_KERNEL(f4_e2m1);
+TENSORFS_KERNEL(f6_e2m3);
+TENSORFS_KERNEL(f6_e3m2);
+
 #undef TENSORFS_KERNEL
 
 }  // namespace tensorfs::kernels

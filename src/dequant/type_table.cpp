@@ -62,6 +62,14 @@ constexpr std::array kSafetensorsDtypes{
     TypeTraits{"F32", -1, 1, 4, k::f32, nullptr},
     TypeTraits{"F64", -1, 1, 8, k::f64, nullptr},
     TypeTraits{"C64", -1, 1, 8, nullptr, nullptr},
+    TypeTraits{"F8_E4M3", -1, 1, 1, k::f8_e4m3, nullptr},
+    TypeTraits{"F8_E5M2", -1, 1, 1, k::f8_e5m2, nullptr},
+    TypeTraits{"F8_E4M3FNUZ", -1, 1, 1, k::f8_e4m3fnuz, nullptr},
+    TypeTraits{"F8_E5M2FNUZ", -1, 1, 1, k::f8_e5m2fnuz, nullptr},
+    TypeTraits{"F8_E8M0", -1, 1, 1, k::f8_e8m0, nullptr},
+    TypeTraits{"F4", -1, 2, 1, k::f4_e2m1, nullptr},
+    TypeTraits{"F6_E2M3", -1, 4, 3, k::f6_e2m3, nullptr},
+    TypeTraits{"F6_E3M2", -1, 4, 3, k::f6_e3m2, nullptr},
 };
 
 }  // namespace
