@@ -1,7 +1,6 @@
 // The safetensors parser on the reference vectors: every tensor as manifest.json describes it, decoded
 // bit-exactly, and every malformed file refused (or accepted) as the corpus README says.
 #include <boost/test/unit_test.hpp>
-
 #include <filesystem>
 #include <map>
 
