@@ -12,8 +12,15 @@ using Arguments = std::vector<std::string>;
 int mount_command(const Arguments& args);
 int umount_command(const Arguments& args);
 int validate_command(const Arguments& args);
+int ls_command(const Arguments& args);
+int info_command(const Arguments& args);
+int cat_command(const Arguments& args);
+int stats_command(const Arguments& args);
 
-// Prints `tensorfs: MESSAGE` and the hint to run --help; returns 1.
+// Prints the one line `tensorfs: MESSAGE; try 'tensorfs --help'`; returns 1.
 int usage_error(const std::string& message);
+
+// Prints the one line `tensorfs: MESSAGE`; returns 1.
+int failure(const std::string& message);
 
 }  // namespace tensorfs::cli

@@ -1,65 +1,114 @@
-// tensorfs: mount a model checkpoint as a tree of plain files. See `tensorfs --help`.
+// tensorfs: mount a model checkpoint as a tree of plain files. See `tensorfs --help` and tensorfs(1).
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <string>
 
 #include "commands.hpp"
+#include "libfuse.hpp"
+#include "tensorfs/errors.hpp"
 
 namespace tensorfs::cli {
 namespace {
 
 constexpr const char* kUsage =
     "usage: tensorfs mount SOURCE MOUNTPOINT [-f] [-d] [-s] [-o OPT[,OPT...]] [--cache-size SIZE] [--threads N]\n"
-    "       tensorfs SOURCE MOUNTPOINT [-o OPT...]\n"
+    "       tensorfs SOURCE MOUNTPOINT [-o OPT[,OPT...]]     (the form mount(8) and fstab use)\n"
     "       tensorfs umount MOUNTPOINT\n"
+    "       tensorfs ls SOURCE [--json]\n"
+    "       tensorfs info SOURCE [--json]\n"
+    "       tensorfs cat SOURCE TENSOR [--raw | --f32 | --npy]\n"
     "       tensorfs validate SOURCE\n"
+    "       tensorfs stats MOUNTPOINT [--json]\n"
     "       tensorfs --help | --version\n"
     "\n"
     "SOURCE is a .safetensors file, a .safetensors.index.json, a .gguf file (or any part of a split set), or a\n"
     "folder holding one of those. Every tensor becomes a folder with raw, meta.json, dequant.f32, dequant.npy.\n"
     "\n"
+    "commands:\n"
+    "  mount     mount SOURCE read-only at MOUNTPOINT; returns once the mount is ready\n"
+    "  umount    unmount a tensorfs mount\n"
+    "  ls        the tensors: name, dtype, shape, stored size (--json: their meta.json documents)\n"
+    "  info      format, files, tensor and parameter counts, size, bits per weight, dtypes, metadata\n"
+    "            (--json: model.json plus parameter_count, bits_per_weight, dtypes)\n"
+    "  cat       one tensor to stdout (not to a terminal): --f32 its dequant.f32 (the default), --npy its\n"
+    "            dequant.npy, --raw its stored bytes; TENSOR is the tensor's name or its folder's name\n"
+    "  validate  check every header rule; one line per problem\n"
+    "  stats     the live counters of a mount (--json: .tensorfs/stats.json as it is)\n"
+    "\n"
     "mount options:\n"
     "  -f                 stay in the foreground\n"
     "  -d                 debug: print every FUSE request (implies -f)\n"
     "  -s                 serve requests on one thread\n"
-    "  -o OPT[,OPT...]    libfuse mount options (allow_other, ...) and tensorfs's own:\n"
-    "                       cache_size=SIZE   decoded chunks kept in memory (K, M, G suffixes)\n"
-    "                       threads=N         FUSE worker threads\n"
+    "  -o OPT[,OPT...]    tensorfs's own options, libfuse's (below) and the usual mount(8) ones:\n"
+    "                       cache_size=SIZE   decoded chunks kept in memory (K, M, G, T suffixes)\n"
+    "                       threads=N         FUSE worker threads (1 to 1024)\n"
+    "                       dev, nodev, suid, nosuid, exec, noexec, atime, noatime, sync, async, dirsync\n"
+    "                       ro, rw (the mount is read-only either way), defaults, auto, noauto, user,\n"
+    "                       users, nouser, owner, group, nofail, _netdev, x-*, comment=*, relatime,\n"
+    "                       strictatime, nodiratime, lazytime: accepted, changing nothing\n"
     "  --cache-size SIZE  same as -o cache_size=SIZE\n"
-    "  --threads N        same as -o threads=N\n";
+    "  --threads N        same as -o threads=N\n"
+    "\n"
+    "exit status: 0 success, 1 invalid source or usage, 2 the mount itself failed.\n"
+    "\n"
+    "libfuse options:\n";
+
+void print_help() {
+    std::fputs(kUsage, stdout);
+    print_libfuse_help();
+}
+
+bool asks_for_help(const Arguments& args) {
+    return std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
+}
+
+bool path_exists(const std::string& path) {
+    struct stat info {};
+    return ::stat(path.c_str(), &info) == 0;
+}
+
+int run(const Arguments& all) {
+    if (all.empty()) return usage_error("missing command");
+    const std::string& first = all.front();
+    const Arguments rest(all.begin() + 1, all.end());
+    if (first == "--version" || first == "-V") {
+        print_versions();
+        return 0;
+    }
+    if (asks_for_help(all)) {
+        print_help();
+        return 0;
+    }
+    if (first == "mount") return mount_command(rest);
+    if (first == "umount" || first == "unmount") return umount_command(rest);
+    if (first == "validate") return validate_command(rest);
+    if (first == "ls") return ls_command(rest);
+    if (first == "info") return info_command(rest);
+    if (first == "cat") return cat_command(rest);
+    if (first == "stats") return stats_command(rest);
+    // `tensorfs SOURCE MOUNTPOINT [-o ...]`, the form mount(8) and fstab use.
+    if (!first.starts_with("-") && !path_exists(first)) {
+        return usage_error("'" + first + "' is neither a command nor an existing SOURCE");
+    }
+    return mount_command(all);
+}
 
 }  // namespace
-
-int usage_error(const std::string& message) {
-    std::fprintf(stderr, "tensorfs: %s\nTry 'tensorfs --help'.\n", message.c_str());
-    return 1;
-}
 
 }  // namespace tensorfs::cli
 
 int main(int argc, char** argv) {
     using namespace tensorfs::cli;
-    const Arguments all(argv + 1, argv + argc);
-    if (all.empty()) return usage_error("missing command");
-    const std::string& first = all.front();
-    const Arguments rest(all.begin() + 1, all.end());
     try {
-        if (first == "--help" || first == "-h") {
-            std::fputs(kUsage, stdout);
-            return 0;
-        }
-        if (first == "--version" || first == "-V") {
-            std::printf("tensorfs %s\n", TENSORFS_VERSION);
-            return 0;
-        }
-        if (first == "mount") return mount_command(rest);
-        if (first == "umount" || first == "unmount") return umount_command(rest);
-        if (first == "validate") return validate_command(rest);
-        // `tensorfs SOURCE MOUNTPOINT [-o ...]`, the form mount(8) and fstab use.
-        return mount_command(all);
-    } catch (const std::exception& error) {
-        std::fprintf(stderr, "tensorfs: %s\n", error.what());
+        return run(Arguments(argv + 1, argv + argc));
+    } catch (const tensorfs::InvalidSource& invalid) {
+        // Each problem is already a full `tensorfs: FILE: WHAT` line.
+        for (const auto& problem : invalid.problems()) std::fprintf(stderr, "%s\n", problem.line().c_str());
         return 1;
+    } catch (const std::exception& error) {
+        return failure(error.what());
     }
 }

@@ -1,50 +1,10 @@
 // `tensorfs mount SOURCE MOUNTPOINT [-f] [-d] [-s] [-o OPT[,OPT…]] [--cache-size SIZE] [--threads N]`
-#include <charconv>
-
 #include "commands.hpp"
+#include "mount_options.hpp"
 #include "size_option.hpp"
 #include "tensorfs/mount.hpp"
 
 namespace tensorfs::cli {
-namespace {
-
-std::optional<unsigned> parse_threads(std::string_view text) {
-    unsigned threads = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), threads);
-    if (error != std::errc() || end != text.data() + text.size() || threads == 0 || threads > 1024) return std::nullopt;
-    return threads;
-}
-
-// Splits `-o a,b=c` and takes out the options that are tensorfs's own; the rest go to libfuse.
-// Returns an error message, or an empty string.
-std::string take_option_list(std::string_view list, MountOptions& options) {
-    std::size_t start = 0;
-    while (start <= list.size()) {
-        std::size_t comma = list.find(',', start);
-        if (comma == std::string_view::npos) comma = list.size();
-        const std::string_view option = list.substr(start, comma - start);
-        start = comma + 1;
-        if (option.empty()) continue;
-        if (option.starts_with("cache_size=")) {
-            const auto size = parse_size(option.substr(11));
-            if (!size) return "bad cache_size '" + std::string(option.substr(11)) + "' (e.g. 512M, 2G)";
-            options.cache_size = *size;
-        } else if (option.starts_with("threads=")) {
-            const auto threads = parse_threads(option.substr(8));
-            if (!threads) return "bad threads '" + std::string(option.substr(8)) + "' (1 to 1024)";
-            options.threads = *threads;
-        } else if (option == "ro") {
-            // Always read-only; mount(8) and fstab pass it along.
-        } else if (option == "rw") {
-            return "tensorfs mounts are read-only; remove the 'rw' option";
-        } else {
-            options.fuse_options.emplace_back(option);
-        }
-    }
-    return {};
-}
-
-}  // namespace
 
 int mount_command(const Arguments& args) {
     MountOptions options;

@@ -1,0 +1,84 @@
+// `tensorfs cat SOURCE TENSOR [--raw|--f32|--npy]`: one tensor's file to stdout, as a mount would show it.
+// The bytes go through Content in bounded chunks, so a tensor of any size streams in constant memory.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "arguments.hpp"
+#include "commands.hpp"
+#include "loaded_source.hpp"
+#include "tensorfs/content.hpp"
+#include "tensorfs/errors.hpp"
+#include "tensorfs/source_files.hpp"
+#include "tensorfs/stats.hpp"
+#include "text_output.hpp"
+
+namespace tensorfs::cli {
+namespace {
+
+// A multiple of every block's float32 size, so that no block is decoded twice.
+constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+
+// TENSOR is a tensor's name or its directory name in the tree.
+std::optional<std::uint32_t> find_tensor(const LoadedSource& source, const std::string& wanted) {
+    for (std::uint32_t i = 0; i < source.catalog.tensors.size(); ++i) {
+        if (source.catalog.tensors[i].name == wanted) return i;
+    }
+    const auto node = source.tree.lookup(Node{NodeKind::Root, 0}, wanted);
+    if (node && node->kind == NodeKind::TensorDir) return node->tensor;
+    return std::nullopt;
+}
+
+void write_all(const char* data, std::size_t length) {
+    while (length > 0) {
+        const ssize_t written = ::write(STDOUT_FILENO, data, length);
+        if (written < 0 && errno == EINTR) continue;
+        if (written < 0) throw std::runtime_error(std::string("write error: ") + std::strerror(errno));
+        data += written;
+        length -= static_cast<std::size_t>(written);
+    }
+}
+
+}  // namespace
+
+int cat_command(const Arguments& args) {
+    const SplitArguments split = split_arguments(args, {"--raw", "--f32", "--npy"});
+    if (!split.error.empty()) return usage_error(split.error);
+    if (split.positional.size() != 2) return usage_error("cat needs SOURCE and TENSOR");
+    if (split.flags.size() > 1) return usage_error("cat takes one of --raw, --f32, --npy");
+    const std::string view = split.flags.empty() ? "--f32" : split.flags.front();
+    if (::isatty(STDOUT_FILENO)) {
+        return failure("cat writes binary data, not to a terminal; redirect it to a file or a pipe (> tensor.f32)");
+    }
+    const LoadedSource source(split.positional[0]);
+    const std::optional<std::uint32_t> tensor = find_tensor(source, split.positional[1]);
+    if (!tensor) {
+        return failure(split.positional[0] + ": no tensor named '" + split.positional[1] + "' (tensorfs ls lists them)");
+    }
+    const Tensor& chosen = source.catalog.tensors[*tensor];
+    if (view != "--raw" && !source.tree.has_dequant(*tensor)) {
+        return failure(visible(chosen.name) + ": dtype " + std::string(chosen.type->name) + " has no float32 conversion; use --raw");
+    }
+    const NodeKind kind = view == "--raw" ? NodeKind::Raw : view == "--npy" ? NodeKind::DequantNpy : NodeKind::DequantF32;
+    const Node node{kind, *tensor};
+
+    const SourceFiles files(source.catalog);
+    Stats stats;
+    Content content(source.catalog, source.tree, files, stats);
+    std::vector<char> chunk(kChunkBytes);
+    const std::uint64_t size = content.size(node);
+    // dequant.npy starts with its header: read it alone so that the values' chunks start on block boundaries.
+    const std::size_t first_length = kind == NodeKind::DequantNpy ? content.npy_header(*tensor).size() : chunk.size();
+    for (std::uint64_t offset = 0; offset < size;) {
+        const std::size_t got = content.read(node, offset, offset == 0 ? first_length : chunk.size(), chunk.data());
+        if (got == 0) throw IoError(chosen.name + ": the source ended early");
+        write_all(chunk.data(), got);
+        offset += got;
+    }
+    return 0;
+}
+
+}  // namespace tensorfs::cli

@@ -1,0 +1,84 @@
+// `tensorfs info SOURCE [--json]`: what a model is made of, at a glance; or model.json plus the computed figures.
+#include <cstdio>
+
+#include "arguments.hpp"
+#include "commands.hpp"
+#include "loaded_source.hpp"
+#include "metadata_text.hpp"
+#include "model_figures.hpp"
+#include "tensorfs/json_files.hpp"
+#include "text_output.hpp"
+
+namespace tensorfs::cli {
+namespace {
+
+// model.json's keys with the figures inserted after "total_nbytes".
+nlohmann::ordered_json info_json(const LoadedSource& source, const ModelFigures& figures) {
+    const nlohmann::ordered_json model = model_meta(source.catalog, source.tree);
+    nlohmann::ordered_json info;
+    for (const auto& [key, value] : model.items()) {
+        info[key] = value;
+        if (key == "total_nbytes") info.update(figures_json(figures));
+    }
+    return info;
+}
+
+std::string summary_text(const Catalog& catalog, const ModelFigures& figures) {
+    Table table({Align::Left, Align::Left});
+    table.add_row({"format", catalog.format});
+    for (std::size_t i = 0; i < catalog.files.size(); ++i) {
+        const SourceFile& file = catalog.files[i];
+        table.add_row({i == 0 ? "files" : "", visible(file.display) + " (" + human_size(file.size) + ")"});
+    }
+    table.add_row({"tensors", std::to_string(catalog.tensors.size())});
+    std::string parameters = std::to_string(figures.parameters);
+    if (figures.parameters >= 1000) parameters += " (" + short_count(figures.parameters) + ")";
+    table.add_row({"parameters", parameters});
+    table.add_row({"size", std::to_string(figures.nbytes) + " bytes (" + human_size(figures.nbytes) + ")"});
+    char bits[32] = "-";
+    if (figures.bits_per_weight) std::snprintf(bits, sizeof bits, "%.2f", *figures.bits_per_weight);
+    table.add_row({"bits per weight", bits});
+    return table.render();
+}
+
+std::string dtypes_text(const ModelFigures& figures) {
+    Table table({Align::Left, Align::Right, Align::Right, Align::Right});
+    table.add_row({"DTYPE", "TENSORS", "PARAMETERS", "SIZE"});
+    for (const DtypeFigures& d : figures.dtypes) {
+        table.add_row({std::string(d.dtype), std::to_string(d.tensors), std::to_string(d.parameters),
+                       human_size(d.nbytes)});
+    }
+    return table.render();
+}
+
+std::string metadata_text(const Catalog& catalog) {
+    std::string text = "metadata (" + std::to_string(catalog.metadata.size()) + " keys)\n";
+    Table table({Align::Left, Align::Left, Align::Left});
+    for (const auto& [key, value] : catalog.metadata.items()) {
+        const auto type = catalog.metadata_types.find(key);
+        const std::string gguf_type = type != catalog.metadata_types.end() && type->is_string() ? type->get<std::string>() : "";
+        table.add_row({"", visible(key), metadata_value_text(value, gguf_type)});
+    }
+    return text + table.render();
+}
+
+}  // namespace
+
+int info_command(const Arguments& args) {
+    const SplitArguments split = split_arguments(args, {"--json"});
+    if (!split.error.empty()) return usage_error(split.error);
+    if (split.positional.size() != 1) return usage_error("info needs SOURCE");
+    const LoadedSource source(split.positional[0]);
+    const ModelFigures figures = model_figures(source.catalog);
+
+    if (split.has("--json")) {
+        std::fputs(render_json_file(info_json(source, figures)).c_str(), stdout);
+        return 0;
+    }
+    const std::string text =
+        summary_text(source.catalog, figures) + "\n" + dtypes_text(figures) + "\n" + metadata_text(source.catalog);
+    std::fputs(text.c_str(), stdout);
+    return 0;
+}
+
+}  // namespace tensorfs::cli

@@ -1,0 +1,35 @@
+// `tensorfs ls SOURCE [--json]`: the tensors of a model, one per line, or their meta.json documents.
+#include <cstdio>
+
+#include "arguments.hpp"
+#include "commands.hpp"
+#include "loaded_source.hpp"
+#include "tensorfs/json_files.hpp"
+#include "text_output.hpp"
+
+namespace tensorfs::cli {
+
+int ls_command(const Arguments& args) {
+    const SplitArguments split = split_arguments(args, {"--json"});
+    if (!split.error.empty()) return usage_error(split.error);
+    if (split.positional.size() != 1) return usage_error("ls needs SOURCE");
+    const LoadedSource source(split.positional[0]);
+    const Catalog& catalog = source.catalog;
+
+    if (split.has("--json")) {
+        auto tensors = nlohmann::ordered_json::array();
+        for (std::uint32_t i = 0; i < catalog.tensors.size(); ++i) tensors.push_back(tensor_meta(catalog, i));
+        std::fputs(render_json_file(tensors).c_str(), stdout);
+        return 0;
+    }
+    Table table({Align::Left, Align::Left, Align::Left, Align::Right});
+    table.add_row({"NAME", "DTYPE", "SHAPE", "SIZE"});
+    for (const Tensor& tensor : catalog.tensors) {
+        table.add_row({visible(tensor.name), std::string(tensor.type->name), shape_text(tensor.shape),
+                       human_size(tensor.nbytes)});
+    }
+    std::fputs(table.render().c_str(), stdout);
+    return 0;
+}
+
+}  // namespace tensorfs::cli

@@ -1,0 +1,68 @@
+#include "mount_options.hpp"
+
+#include <array>
+#include <charconv>
+
+#include "libfuse.hpp"
+#include "size_option.hpp"
+
+namespace tensorfs::cli {
+namespace {
+
+// Options a mount(8) line may carry that change nothing here. `rw` is among them: mount(8) adds it to every
+// line without `ro`, so refusing it would break plain fstab lines; the mount stays read-only all the same.
+// The atime variants libfuse 3.14 does not know mean nothing either: no time in the tree ever changes.
+constexpr std::array<std::string_view, 19> kIgnoredOptions = {
+    "ro",       "rw",         "defaults",    "auto",          "noauto",   "user",    "users",
+    "nouser",   "owner",      "group",       "nofail",        "_netdev",  "relatime", "norelatime",
+    "strictatime", "nostrictatime", "nodiratime", "lazytime", "nolazytime",
+};
+
+// Prefixes of options that are comments or settings for other programs (systemd, mount(8) itself).
+constexpr std::array<std::string_view, 3> kIgnoredPrefixes = {"x-", "X-", "comment="};
+
+bool is_ignored(std::string_view option) {
+    for (const auto ignored : kIgnoredOptions) {
+        if (option == ignored) return true;
+    }
+    for (const auto prefix : kIgnoredPrefixes) {
+        if (option.starts_with(prefix)) return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+std::optional<unsigned> parse_threads(std::string_view text) {
+    unsigned threads = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), threads);
+    if (error != std::errc() || end != text.data() + text.size() || threads == 0 || threads > 1024) return std::nullopt;
+    return threads;
+}
+
+std::string take_option_list(std::string_view list, MountOptions& options) {
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        std::size_t comma = list.find(',', start);
+        if (comma == std::string_view::npos) comma = list.size();
+        const std::string_view option = list.substr(start, comma - start);
+        start = comma + 1;
+        if (option.empty() || is_ignored(option)) continue;
+        if (option.starts_with("cache_size=")) {
+            const auto size = parse_size(option.substr(11));
+            if (!size) return "bad cache_size '" + std::string(option.substr(11)) + "' (e.g. 512M, 2G)";
+            options.cache_size = *size;
+        } else if (option.starts_with("threads=")) {
+            const auto threads = parse_threads(option.substr(8));
+            if (!threads) return "bad threads '" + std::string(option.substr(8)) + "' (1 to 1024)";
+            options.threads = *threads;
+        } else if (libfuse_accepts(std::string(option))) {
+            options.fuse_options.emplace_back(option);
+        } else {
+            return "unknown mount option '" + std::string(option) + "'";
+        }
+    }
+    return {};
+}
+
+}  // namespace tensorfs::cli
