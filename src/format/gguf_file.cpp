@@ -57,30 +57,31 @@ std::uint64_t read_count(HeaderReader& reader, const char* items, std::uint64_t 
     if (count > reader.remaining() / min_bytes) {
         reader.fail(std::string(items) + " count " + std::to_string(count) + " cannot be true: the " +
                         std::to_string(reader.remaining()) + " bytes left in the file hold at most " +
-                        std::to_string(reader.remaining() / min_bytes),
+                        std::to_string(reader.remaining() / min_bytes) + " (each takes at least " +
+                        std::to_string(min_bytes) + " bytes)",
                     at);
     }
     return count;
 }
 
-// general.alignment when present: a UINT32 that is a non-zero power of two.
-std::uint64_t alignment_of(const Metadata& metadata, const std::string& path) {
+// general.alignment when present: a UINT32 that is a non-zero power of two. Throws (with `problems` found so
+// far) when it is not: nothing after it can be checked without the alignment.
+std::uint64_t alignment_of(const Metadata& metadata, const std::string& path, Problems& problems) {
     static const std::string kKey = "general.alignment";
     const auto found = metadata.values.find(kKey);
     if (found == metadata.values.end()) return kDefaultAlignment;
-    Problems problems;
     const auto& type = metadata.types[kKey].get_ref<const std::string&>();
     if (type != "UINT32") {
         problems.add(path, "general.alignment must be of type UINT32 but is " + type, metadata.position_of(kKey));
-    } else {
-        const auto value = found->get<std::uint64_t>();
-        if (value == 0 || (value & (value - 1)) != 0) {
-            problems.add(path, "general.alignment = " + std::to_string(value) + " is not a non-zero power of two",
-                         metadata.position_of(kKey));
-        }
+        problems.throw_if_any();
     }
-    problems.throw_if_any();
-    return found->get<std::uint64_t>();
+    const auto value = found->get<std::uint64_t>();
+    if (value == 0 || (value & (value - 1)) != 0) {
+        problems.add(path, "general.alignment = " + std::to_string(value) + " is not a non-zero power of two",
+                     metadata.position_of(kKey));
+        problems.throw_if_any();
+    }
+    return value;
 }
 
 TensorInfo read_tensor_info(HeaderReader& reader, std::uint64_t index) {
@@ -169,9 +170,8 @@ bool describe_tensor(const TensorInfo& info, std::uint64_t alignment, const std:
     return true;
 }
 
-}  // namespace
-
-GgufFile read_gguf_file(const std::string& path) {
+// The whole reading; problems that do not stop it go into `problems`.
+GgufFile read_file(const std::string& path, Problems& problems) {
     HeaderReader reader(path);
     GgufFile file;
     file.path = path;
@@ -181,9 +181,8 @@ GgufFile read_gguf_file(const std::string& path) {
     const std::uint64_t tensor_count = read_count(reader, "tensor", kMinTensorInfoBytes);
     const std::uint64_t kv_count = read_count(reader, "key/value", kMinKeyValueBytes);
 
-    Problems problems;
     file.metadata = read_metadata(reader, kv_count, problems);
-    file.alignment = alignment_of(file.metadata, path);
+    file.alignment = alignment_of(file.metadata, path, problems);
 
     // Each info is checked on its own first; where its data lies is checked once the data section is known.
     std::vector<TensorInfo> infos;
@@ -240,6 +239,21 @@ GgufFile read_gguf_file(const std::string& path) {
     }
     problems.throw_if_any();
     return file;
+}
+
+}  // namespace
+
+GgufFile read_gguf_file(const std::string& path) {
+    Problems problems;
+    try {
+        return read_file(path, problems);
+    } catch (const InvalidSource& stopped) {
+        // What stopped the reading comes after what was found before it (throw_if_any leaves `problems` empty).
+        if (problems.empty()) throw;
+        for (const auto& problem : stopped.problems()) problems.add(problem.file, problem.what, problem.at_byte);
+        problems.throw_if_any();
+        throw;
+    }
 }
 
 }  // namespace tensorfs::gguf

@@ -135,6 +135,13 @@ BOOST_AUTO_TEST_CASE(duplicate_and_empty_keys_refused) {
     // The second 'a' starts after the header (24 bytes) and two pairs of 8 + 1 + 4 + 4 bytes.
     test::expect_gguf_refused(path, "duplicate metadata key 'a'", 24 + 2 * 17);
     test::expect_gguf_refused(path, "metadata key 3 is empty");
+    // A problem found before the one that stops the reading is still reported.
+    const auto inner = array_value(test::kGgufUint8, 1, {7});
+    const auto then_stop = GgufBuilder().kv_u32("a", 1).kv_u32("a", 2).kv("nest", test::kGgufArray,
+                                                                          array_value(test::kGgufArray, 1, inner));
+    const auto both = folder.write("both.gguf", then_stop.bytes());
+    test::expect_gguf_refused(both, "duplicate metadata key 'a'");
+    test::expect_gguf_refused(both, "does not allow nested arrays");
 }
 
 BOOST_AUTO_TEST_CASE(duplicate_and_empty_tensor_names_refused) {
