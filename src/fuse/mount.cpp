@@ -107,7 +107,11 @@ int run_mount(const MountOptions& options) {
 }
 
 int run_umount(const std::string& mountpoint) {
-    const char* argv[] = {"fusermount3", "-u", mountpoint.c_str(), nullptr};
+    // A mount whose daemon died answers every access with ENOTCONN, and a plain unmount of it fails (EBUSY) while
+    // a process still holds one of its files open. Nothing can be served there any more: detach it lazily.
+    struct stat attributes {};
+    const bool daemon_died = ::stat(mountpoint.c_str(), &attributes) != 0 && errno == ENOTCONN;
+    const char* argv[] = {"fusermount3", daemon_died ? "-uz" : "-u", mountpoint.c_str(), nullptr};
     pid_t pid;
     if (posix_spawnp(&pid, "fusermount3", nullptr, nullptr, const_cast<char**>(argv), environ) != 0) {
         std::fprintf(stderr, "tensorfs: cannot run fusermount3\n");
