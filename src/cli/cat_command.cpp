@@ -19,8 +19,8 @@
 namespace tensorfs::cli {
 namespace {
 
-// A multiple of every block's float32 size, so that no block is decoded twice.
-constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+// Decoded chunks kept while streaming: enough for reading ahead, small next to a big tensor.
+constexpr std::uint64_t kCacheBudget = std::uint64_t{16} << 20;
 
 // TENSOR is a tensor's name or its directory name in the tree.
 std::optional<std::uint32_t> find_tensor(const LoadedSource& source, const std::string& wanted) {
@@ -67,10 +67,11 @@ int cat_command(const Arguments& args) {
 
     const SourceFiles files(source.catalog);
     Stats stats;
-    Content content(source.catalog, source.tree, files, stats);
-    std::vector<char> chunk(kChunkBytes);
+    Content content(source.catalog, source.tree, files, stats, kCacheBudget);
+    // Reads of whole decoded chunks, so that no chunk is decoded twice.
+    std::vector<char> chunk(content.chunk_bytes());
     const std::uint64_t size = content.size(node);
-    // dequant.npy starts with its header: read it alone so that the values' chunks start on block boundaries.
+    // dequant.npy starts with its header: read it alone so that the reads of values start on chunk boundaries.
     const std::size_t first_length = kind == NodeKind::DequantNpy ? content.npy_header(*tensor).size() : chunk.size();
     for (std::uint64_t offset = 0; offset < size;) {
         const std::size_t got = content.read(node, offset, offset == 0 ? first_length : chunk.size(), chunk.data());
