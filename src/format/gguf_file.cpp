@@ -185,7 +185,7 @@ GgufFile read_file(const std::string& path, Problems& problems) {
     file.alignment = alignment_of(file.metadata, path, problems);
 
     // Each info is checked on its own first; where its data lies is checked once the data section is known.
-    std::vector<TensorInfo> infos;
+    std::vector<std::uint64_t> offset_at;  // per placed tensor: where its offset field is, for errors
     std::unordered_map<std::string, std::uint64_t> index_of_name;
     for (std::uint64_t i = 0; i < tensor_count; ++i) {
         TensorInfo info = read_tensor_info(reader, i);
@@ -202,7 +202,7 @@ GgufFile read_file(const std::string& path, Problems& problems) {
         }
         if (placeable) {
             file.tensors.push_back(std::move(tensor));
-            infos.push_back(std::move(info));
+            offset_at.push_back(info.offset_at);
         }
     }
 
@@ -221,18 +221,19 @@ GgufFile read_file(const std::string& path, Problems& problems) {
         const std::string name = "tensor " + in_quotes(tensor.name);
         if (tensor.offset < previous_end) {
             problems.add(path, name + " data at offset " + std::to_string(tensor.offset) +
-                                   " overlaps the tensor before it, whose data ends at offset " +
+                                   " of the data section overlaps the tensor before it, whose data ends at offset " +
                                    std::to_string(previous_end),
-                         infos[i].offset_at);
+                         offset_at[i]);
         }
         std::uint64_t relative_end = 0;
         const bool no_overflow = !__builtin_add_overflow(tensor.offset, tensor.nbytes, &relative_end);
         const bool data_section_inside = file.data_offset <= file.size;  // else reported once, above
         if (data_section_inside && (!no_overflow || relative_end > file.size - file.data_offset)) {
-            problems.add(path, name + " data (offset " + std::to_string(tensor.offset) + ", " +
-                                   std::to_string(tensor.nbytes) + " bytes) runs past the end of the file (" +
+            problems.add(path, name + " data (" + std::to_string(tensor.nbytes) + " bytes at offset " +
+                                   std::to_string(tensor.offset) + " of the data section, which starts at byte " +
+                                   std::to_string(file.data_offset) + ") runs past the end of the file (" +
                                    std::to_string(file.size) + " bytes)",
-                         infos[i].offset_at);
+                         offset_at[i]);
         }
         if (no_overflow) previous_end = std::max(previous_end, relative_end);
         tensor.offset += file.data_offset;  // absolute; cannot wrap when no problem was found

@@ -205,10 +205,10 @@ BOOST_AUTO_TEST_CASE(overlapping_or_reordered_data_refused_gaps_accepted) {
     test::TempFolder folder;
     const auto overlap = GgufBuilder().tensor("a", {16}, kF32, 0).tensor("b", {8}, kF32, 32).data(zeros(64));
     test::expect_gguf_refused(folder.write("overlap.gguf", overlap.bytes()),
-                              "tensor 'b' data at offset 32 overlaps the tensor before it");
+                              "tensor 'b' data at offset 32 of the data section overlaps the tensor before it");
     const auto reordered = GgufBuilder().tensor("a", {8}, kF32, 32).tensor("b", {8}, kF32, 0).data(zeros(64));
     test::expect_gguf_refused(folder.write("reordered.gguf", reordered.bytes()),
-                              "tensor 'b' data at offset 0 overlaps the tensor before it");
+                              "tensor 'b' data at offset 0 of the data section overlaps the tensor before it");
     const auto gap = GgufBuilder().tensor("a", {8}, kF32, 0).tensor("b", {8}, kF32, 64).data(zeros(96));
     const Catalog catalog = open_gguf(folder.write("gap.gguf", gap.bytes()));
     BOOST_CHECK_EQUAL(catalog.tensors.at(1).offset - catalog.tensors.at(0).offset, 64u);
