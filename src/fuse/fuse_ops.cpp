@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tensorfs/errors.hpp"
+#include "tensorfs/names.hpp"
 
 namespace tensorfs {
 namespace {
@@ -77,6 +78,8 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
         const auto dir = fs.tree.node_of(parent);
         if (!dir) return (void)fuse_reply_err(req, ENOENT);
         if (!dir->is_directory()) return (void)fuse_reply_err(req, ENOTDIR);
+        // No entry is longer than statfs's f_namemax; a longer name is too long, as on any filesystem.
+        if (std::strlen(name) > kMaxDirectoryName) return (void)fuse_reply_err(req, ENAMETOOLONG);
         const auto node = fs.tree.lookup(*dir, name);
         if (!node) return (void)fuse_reply_err(req, ENOENT);
         const fuse_entry_param entry = entry_of(fs, *node);
