@@ -19,6 +19,13 @@ struct OpenValue {
     std::unordered_set<std::string> keys;
 };
 
+// The message of a nlohmann exception without its "[json.exception.NAME.ID] " prefix.
+std::string without_exception_id(const nlohmann::json::exception& error) {
+    const std::string text = error.what();
+    const auto end = text.find("] ");
+    return end == std::string::npos ? text : text.substr(end + 2);
+}
+
 bool is_continuation(unsigned char byte) { return (byte & 0xC0u) == 0x80u; }
 
 // The text after "parse error at line L, column C: " in a nlohmann parse_error message.
@@ -105,6 +112,9 @@ ParsedJson parse_json_refusing_duplicates(std::string_view text, std::string_vie
     } catch (const nlohmann::json::parse_error& error) {
         const std::uint64_t position = error.byte > 0 ? error.byte - 1 : 0;
         problems.add(file, std::string(subject) + " is not valid JSON: " + describe(error), text_offset + position);
+    } catch (const nlohmann::json::exception& error) {
+        // A number too large even for a double (1e400): serde_json refuses it as well.
+        problems.add(file, std::string(subject) + " is not valid JSON: " + without_exception_id(error), text_offset);
     } catch (const TooDeep&) {
         problems.add(file, std::string(subject) + " nests JSON deeper than " + std::to_string(kMaxNesting) + " levels",
                      text_offset);

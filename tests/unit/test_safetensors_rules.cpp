@@ -1,8 +1,7 @@
 // Header rules of the reference library (huggingface/safetensors tensor.rs) that the malformed corpus does not
 // cover, one small file each.
-#include <boost/test/unit_test.hpp>
-
 #include <algorithm>
+#include <boost/test/unit_test.hpp>
 
 #include "test_safetensors_files.hpp"
 
@@ -146,6 +145,11 @@ BOOST_AUTO_TEST_CASE(sizes_that_overflow_are_refused) {
 BOOST_AUTO_TEST_CASE(a_header_that_is_not_utf8_is_refused_at_its_byte) {
     // "é" as C3 A9 is fine; the lone continuation byte 0x80 at header byte 12 (file byte 20) is not.
     check_refused("{\"a\xC3\xA9\":{}, \"\x80\":{}}", "", "header is not valid UTF-8 (at byte 20)");
+}
+
+BOOST_AUTO_TEST_CASE(a_number_beyond_double_is_refused_not_thrown) {
+    check_refused(R"({"a":{"dtype":"F32","shape":[1e400],"data_offsets":[0,0]}})", "",
+                  "header is not valid JSON: number overflow parsing '1e400'");
 }
 
 BOOST_AUTO_TEST_CASE(deep_nesting_is_refused_before_it_builds_anything) {
