@@ -47,7 +47,11 @@ def setUpModule():
     if not os.path.exists(os.path.join(build, "cmake_install.cmake")):
         raise unittest.SkipTest(f"{build} is not a CMake build folder")
     prefix = tempfile.mkdtemp(prefix="tensorfs-prefix-")
-    subprocess.run(["cmake", "--install", build, "--prefix", prefix], check=True, capture_output=True)
+    installed = subprocess.run(["cmake", "--install", build, "--prefix", prefix], capture_output=True, text=True)
+    if installed.returncode != 0:
+        shutil.rmtree(prefix)
+        prefix = None
+        raise AssertionError(f"cmake --install failed: {installed.stdout}{installed.stderr}")
     enter_private_mount_namespace()
     # mount(8) keeps the options of x-*, _netdev, user, ... in /run/mount/utab: a private one for this namespace.
     if os.path.isdir(LIBMOUNT_STATE):
