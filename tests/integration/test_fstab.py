@@ -47,17 +47,22 @@ def setUpModule():
     if not os.path.exists(os.path.join(build, "cmake_install.cmake")):
         raise unittest.SkipTest(f"{build} is not a CMake build folder")
     prefix = tempfile.mkdtemp(prefix="tensorfs-prefix-")
-    installed = subprocess.run(["cmake", "--install", build, "--prefix", prefix], capture_output=True, text=True)
-    if installed.returncode != 0:
+    try:
+        install = subprocess.run(["cmake", "--install", build, "--prefix", prefix], capture_output=True, text=True)
+        if install.returncode != 0:
+            raise AssertionError(f"cmake --install failed: {install.stdout}{install.stderr}")
+        enter_private_mount_namespace()
+        # mount(8) keeps the options of x-*, _netdev, user, ... in /run/mount/utab: a private one for this namespace.
+        if os.path.isdir(LIBMOUNT_STATE):
+            subprocess.run(["mount", "-t", "tmpfs", "tmpfs", LIBMOUNT_STATE], check=True)
+        folder = next(folder for folder in DEFAULT_COMMAND_PATH if os.path.isdir(folder))
+        subprocess.run(["mount", "--bind", os.path.join(prefix, "bin"), folder], check=True)
+        command_folder = folder
+    except BaseException:
+        # tearDownModule does not run when this fails.
         shutil.rmtree(prefix)
         prefix = None
-        raise AssertionError(f"cmake --install failed: {installed.stdout}{installed.stderr}")
-    enter_private_mount_namespace()
-    # mount(8) keeps the options of x-*, _netdev, user, ... in /run/mount/utab: a private one for this namespace.
-    if os.path.isdir(LIBMOUNT_STATE):
-        subprocess.run(["mount", "-t", "tmpfs", "tmpfs", LIBMOUNT_STATE], check=True)
-    command_folder = next(folder for folder in DEFAULT_COMMAND_PATH if os.path.isdir(folder))
-    subprocess.run(["mount", "--bind", os.path.join(prefix, "bin"), command_folder], check=True)
+        raise
 
 
 def tearDownModule():
