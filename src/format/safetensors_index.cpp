@@ -62,9 +62,10 @@ std::optional<std::string> read_small_file(const std::string& path, Problems& pr
     return text;
 }
 
-// A shard path must stay inside the index's folder: relative, without "..".
+// A shard path must name a file inside the index's folder: relative, without "..", and without NUL (which would
+// cut the name short when the file is opened).
 bool is_inside_folder(const fs::path& shard) {
-    if (shard.empty() || shard.is_absolute()) return false;
+    if (shard.empty() || shard.is_absolute() || shard.native().find('\0') != std::string::npos) return false;
     for (const auto& part : shard) {
         if (part == "..") return false;
     }

@@ -226,6 +226,8 @@ BOOST_AUTO_TEST_CASE(a_broken_index_is_refused) {
     check_says(model.refusal(R"({"weight_map":{"x":"../a.safetensors"}})"),
                "weight_map puts tensor \"x\" in \"../a.safetensors\", which is not a file inside the index's folder");
     check_says(model.refusal(R"({"weight_map":{"x":"/etc/passwd"}})"), "which is not a file inside the index's folder");
+    check_says(model.refusal(R"({"weight_map":{"x":"a.safetensors\u0000"}})"),
+               R"(in "a.safetensors\u0000", which is not a file inside the index's folder)");
     check_says(model.refusal(R"({"weight_map":{"x":"a.safetensors",)"), "index is not valid JSON");
     check_says(model.refusal(R"({"metadata":"big",)" + std::string(kGoodWeightMap) + "}"),
                "index metadata is a JSON string, not an object");
