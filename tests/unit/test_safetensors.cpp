@@ -1,11 +1,12 @@
 // The safetensors parser on the reference vectors: every tensor as manifest.json describes it, decoded
 // bit-exactly, and every malformed file refused (or accepted) as the corpus README says.
 #include <boost/test/unit_test.hpp>
+
 #include <filesystem>
 #include <map>
 
 #include "format/formats.hpp"
-#include "tensorfs/errors.hpp"
+#include "test_safetensors_files.hpp"
 #include "vectors.hpp"
 
 using namespace tensorfs;
@@ -14,18 +15,6 @@ namespace fs = std::filesystem;
 namespace {
 
 Catalog open_one(const std::string& path) { return open_safetensors_files({path}, fs::path(path).parent_path()); }
-
-// All problem lines of a refused source, one per line.
-std::string refusal_of(const std::string& path) {
-    try {
-        open_one(path);
-    } catch (const InvalidSource& error) {
-        std::string lines;
-        for (const auto& problem : error.problems()) lines += problem.line() + "\n";
-        return lines;
-    }
-    return "";
-}
 
 }  // namespace
 
@@ -95,7 +84,7 @@ BOOST_AUTO_TEST_CASE(malformed_corpus_gets_the_readme_outcome) {
         const std::string relative = entry["file"];
         const std::string stem = fs::path(relative).stem().string();
         const std::string path = test::vectors_path(relative);
-        const std::string refusal = refusal_of(path);
+        const std::string refusal = test::refusal_of([&] { open_one(path); });
         BOOST_TEST_CONTEXT(relative << " -> " << refusal) {
             if (entry["expected"] == "must be accepted") {
                 BOOST_TEST(refusal.empty());

@@ -1,7 +1,8 @@
 // Header rules of the reference library (huggingface/safetensors tensor.rs) that the malformed corpus does not
 // cover, one small file each.
-#include <algorithm>
 #include <boost/test/unit_test.hpp>
+
+#include <algorithm>
 
 #include "test_safetensors_files.hpp"
 

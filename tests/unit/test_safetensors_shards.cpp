@@ -1,7 +1,8 @@
 // Several safetensors files as one model: the sharded vectors from their index and from the folder's file list,
 // and the errors an index and its shards can disagree in.
-#include <algorithm>
 #include <boost/test/unit_test.hpp>
+
+#include <algorithm>
 
 #include "tensorfs/open_source.hpp"
 #include "test_safetensors_files.hpp"

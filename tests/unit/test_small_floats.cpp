@@ -6,8 +6,9 @@
 //    LLVM's APFloat defines Float8E4M3FNUZ and Float8E5M2FNUZ: exponent bias 8 / 16, no infinities, no negative
 //    zero, the pattern 1000 0000 is the only NaN.
 // A value is (-1)^S * 2^(E - bias) * (1 + M / 2^m) for E > 0 and (-1)^S * 2^(1 - bias) * (M / 2^m) for E = 0.
-#include <bit>
 #include <boost/test/unit_test.hpp>
+
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
