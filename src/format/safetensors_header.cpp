@@ -99,6 +99,7 @@ public:
         if (file.fd() < 0) return fail("cannot open: " + std::string(std::strerror(errno)));
         struct stat status {};
         if (::fstat(file.fd(), &status) != 0) return fail("cannot stat: " + std::string(std::strerror(errno)));
+        if (!S_ISREG(status.st_mode)) return fail("not a regular file");
         header_.file_size = static_cast<std::uint64_t>(status.st_size);
 
         const auto text = read_header_text(file);
