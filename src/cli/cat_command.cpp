@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include "arguments.hpp"
@@ -56,13 +57,17 @@ int cat_command(const Arguments& args) {
     const LoadedSource source(split.positional[0]);
     const std::optional<std::uint32_t> tensor = find_tensor(source, split.positional[1]);
     if (!tensor) {
-        return failure(split.positional[0] + ": no tensor named '" + split.positional[1] + "' (tensorfs ls lists them)");
+        return failure(split.positional[0] + ": no tensor named '" + split.positional[1] +
+                       "' (tensorfs ls lists them)");
     }
     const Tensor& chosen = source.catalog.tensors[*tensor];
     if (view != "--raw" && !source.tree.has_dequant(*tensor)) {
-        return failure(visible(chosen.name) + ": dtype " + std::string(chosen.type->name) + " has no float32 conversion; use --raw");
+        return failure(visible(chosen.name) + ": dtype " + std::string(chosen.type->name) +
+                       " has no float32 conversion; use --raw");
     }
-    const NodeKind kind = view == "--raw" ? NodeKind::Raw : view == "--npy" ? NodeKind::DequantNpy : NodeKind::DequantF32;
+    const NodeKind kind = view == "--raw"   ? NodeKind::Raw
+                          : view == "--npy" ? NodeKind::DequantNpy
+                                            : NodeKind::DequantF32;
     const Node node{kind, *tensor};
 
     const SourceFiles files(source.catalog);
@@ -75,7 +80,7 @@ int cat_command(const Arguments& args) {
     const std::size_t first_length = kind == NodeKind::DequantNpy ? content.npy_header(*tensor).size() : chunk.size();
     for (std::uint64_t offset = 0; offset < size;) {
         const std::size_t got = content.read(node, offset, offset == 0 ? first_length : chunk.size(), chunk.data());
-        if (got == 0) throw IoError(chosen.name + ": the source ended early");
+        if (got == 0) throw IoError(visible(chosen.name) + ": the source ended early");
         write_all(chunk.data(), got);
         offset += got;
     }

@@ -53,10 +53,12 @@ std::string dtypes_text(const ModelFigures& figures) {
 
 std::string metadata_text(const Catalog& catalog) {
     std::string text = "metadata (" + std::to_string(catalog.metadata.size()) + " keys)\n";
+    // The empty first column indents the rows by the two spaces between columns.
     Table table({Align::Left, Align::Left, Align::Left});
     for (const auto& [key, value] : catalog.metadata.items()) {
         const auto type = catalog.metadata_types.find(key);
-        const std::string gguf_type = type != catalog.metadata_types.end() && type->is_string() ? type->get<std::string>() : "";
+        const bool typed = type != catalog.metadata_types.end() && type->is_string();
+        const std::string gguf_type = typed ? type->get<std::string>() : "";
         table.add_row({"", visible(key), metadata_value_text(value, gguf_type)});
     }
     return text + table.render();
