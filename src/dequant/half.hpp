@@ -7,15 +7,15 @@
 
 namespace tensorfs {
 
-// IEEE binary16 -> binary32, exact for every bit pattern (subnormals normalised, NaN payloads kept),
-// which is what ggml's GGML_FP16_TO_FP32 gives.
+// IEEE binary16 -> binary32, exact for every bit pattern (subnormals normalised, NaN payloads kept, a
+// signalling NaN made quiet), which is what ggml's GGML_FP16_TO_FP32 and the F16C instruction give.
 inline float f16_to_f32(std::uint16_t h) {
     const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
     std::uint32_t exponent = (h >> 10) & 0x1Fu;
     std::uint32_t mantissa = h & 0x3FFu;
     std::uint32_t bits;
     if (exponent == 0x1F) {
-        bits = sign | 0x7F800000u | (mantissa << 13);
+        bits = sign | 0x7F800000u | (mantissa << 13) | (mantissa != 0 ? 0x00400000u : 0u);
     } else if (exponent != 0) {
         bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
     } else if (mantissa == 0) {

@@ -58,6 +58,22 @@ TENSORFS_KERNEL(iq4_xs);
 TENSORFS_KERNEL(mxfp4);
 TENSORFS_KERNEL(nvfp4);
 
+// AVX2/F16C fast paths, bit-exact with the portable kernels of the same type. Callable only on a CPU with
+// AVX2, F16C and FMA (type_table.cpp's active_kernel checks); see fast_simd.hpp.
+// fast_float.cpp
+TENSORFS_KERNEL(f16_avx2);
+TENSORFS_KERNEL(bf16_avx2);
+// fast_legacy.cpp
+TENSORFS_KERNEL(q8_0_avx2);
+TENSORFS_KERNEL(q4_0_avx2);
+// fast_k_quants.cpp
+TENSORFS_KERNEL(q4_k_avx2);
+TENSORFS_KERNEL(q5_k_avx2);
+TENSORFS_KERNEL(q6_k_avx2);
+// fast_iq4_fp4.cpp
+TENSORFS_KERNEL(iq4_xs_avx2);
+TENSORFS_KERNEL(mxfp4_avx2);
+
 // small_floats.cpp: safetensors 8-bit and sub-byte floats (OCP FP8 and MX element types, FNUZ variants).
 // F4 blocks are 1 byte (2 elements), F6 blocks 3 bytes (4 elements); the others take one byte per element.
 TENSORFS_KERNEL(f8_e4m3);
