@@ -1,5 +1,7 @@
 // `tensorfs stats MOUNTPOINT [--json]`: the live counters of a mount (its .tensorfs/stats.json), readable.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -78,9 +80,13 @@ int stats_command(const Arguments& args) {
     if (split.positional.size() != 1) return usage_error("stats needs MOUNTPOINT");
     const std::string path = split.positional[0] + "/.tensorfs/stats.json";
     std::ifstream file(path, std::ios::binary);
-    if (!file) return failure(split.positional[0] + " is not a tensorfs mount (no .tensorfs/stats.json)");
+    if (!file && errno == ENOENT) {
+        return failure(split.positional[0] + " is not a tensorfs mount (no .tensorfs/stats.json)");
+    }
+    if (!file) return failure(path + ": " + std::strerror(errno));  // e.g. the daemon died: not connected
     std::ostringstream text;
     text << file.rdbuf();
+    if (file.bad()) return failure(path + ": " + std::strerror(errno));
     const Json stats = Json::parse(text.str(), nullptr, false);
     if (stats.is_discarded() || !stats.is_object()) return failure(path + ": not the JSON of a tensorfs mount");
 
