@@ -5,7 +5,21 @@ namespace tensorfs {
 std::string Problem::line() const {
     std::string text = "tensorfs: " + file + ": " + what;
     if (at_byte) text += " (at byte " + std::to_string(*at_byte) + ")";
-    return text;
+    // Paths and names in a message may come from the source itself (an index's shard names): a control byte,
+    // a line break above all, is written as \xNN so that every problem stays one line.
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    std::string one_line;
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte < 0x20 || byte == 0x7F) {
+            one_line += "\\x";
+            one_line += kHex[byte >> 4];
+            one_line += kHex[byte & 0xF];
+        } else {
+            one_line += c;
+        }
+    }
+    return one_line;
 }
 
 namespace {

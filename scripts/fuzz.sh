@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of tests/fuzz with clang, ASan and UBSan, and runs each for a bounded time.
+# Exits non-zero when any target finds a crash, a sanitizer report, a leak, a timeout or an out-of-memory.
+#
+# usage: scripts/fuzz.sh [SECONDS_PER_TARGET [TARGET...]]     (default: 60 s, every target)
+# env:   TENSORFS_FUZZ_BUILD  build folder (default build-fuzz)
+#
+# Each target starts from the seeds of tests/data (vectors and malformed corpus) and its committed regression
+# inputs (tests/data/fuzz-regressions/TARGET/), and keeps what it learns in BUILD/corpus/TARGET between runs.
+# A failing input is saved as BUILD/artifacts/TARGET/crash-* (or leak-, timeout-, oom-): once fixed, commit it
+# to tests/data/fuzz-regressions/TARGET/ so that the unit tests replay it (suite fuzz_regressions).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${1:-60}
+shift || true
+all_targets=(fuzz_safetensors fuzz_index fuzz_gguf fuzz_content)
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
+build=${TENSORFS_FUZZ_BUILD:-build-fuzz}
+vectors=tests/data/vectors
+
+CC=clang CXX=clang++ cmake -S . -B "$build" -DTENSORFS_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
+cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
+
+# The seed files of a target, listed one per line.
+seeds_of() {
+  case $1 in
+    fuzz_safetensors) find "$vectors/safetensors" "$vectors/malformed" -name '*.safetensors' ;;
+    fuzz_index) find "$vectors/safetensors" -name '*.index.json' ;;
+    fuzz_gguf) find "$vectors/gguf" "$vectors/malformed" -name '*.gguf' ;;
+    fuzz_content) find "$vectors" -name '*.safetensors' -o -name '*.gguf' ;;
+    *) echo "unknown target $1" >&2; return 1 ;;
+  esac
+}
+
+failed=()
+for target in "${targets[@]}"; do
+  seeds="$build/seeds/$target"
+  corpus="$build/corpus/$target"
+  artifacts="$build/artifacts/$target/"
+  regressions="tests/data/fuzz-regressions/$target"
+  rm -rf "$seeds"
+  mkdir -p "$seeds" "$corpus" "$artifacts"
+  seeds_of "$target" | while read -r file; do cp "$file" "$seeds/"; done
+  inputs=("$corpus" "$seeds")
+  [ -d "$regressions" ] && inputs+=("$regressions")
+
+  echo "== $target: ${seconds}s"
+  # -timeout: seconds one input may take; -rss_limit_mb: the whole process; -malloc_limit_mb: one allocation,
+  # which no input of at most a few MiB can justify at this size (a header number sizing an allocation).
+  if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 \
+     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+     "$build/tests/fuzz/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 \
+       -max_len=1100000 -print_final_stats=1 -artifact_prefix="$artifacts" "${inputs[@]}" \
+       >"$build/$target.log" 2>&1; then
+    grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+.*DONE)' "$build/$target.log" || true
+  else
+    echo "$target FAILED: see $build/$target.log; inputs in $artifacts" >&2
+    tail -n 40 "$build/$target.log" >&2
+    failed+=("$target")
+  fi
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzzing failed: ${failed[*]}" >&2
+  exit 1
+fi
+echo "fuzzing: ${#targets[@]} target(s), ${seconds}s each, nothing found"

@@ -1,0 +1,254 @@
+// What each fuzz target does with one input, shared by the libFuzzer targets (tests/fuzz/fuzz_*.cpp) and by the
+// unit test that replays the committed crash inputs and the seed corpus (tests/unit/test_fuzz_regressions.cpp).
+//
+// The parsers read files by path, so an input is written to a file in a private scratch folder first. An input
+// may be refused (InvalidSource); anything else that escapes is a bug: a crash, a sanitizer report, an IoError
+// from a source the parser accepted, or a broken promise that the checks below throw as FuzzCheckFailed.
+#pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensorfs/catalog.hpp"
+#include "tensorfs/content.hpp"
+#include "tensorfs/errors.hpp"
+#include "tensorfs/json_files.hpp"
+#include "tensorfs/open_source.hpp"
+#include "tensorfs/source_files.hpp"
+#include "tensorfs/stats.hpp"
+#include "tensorfs/tree.hpp"
+
+namespace tensorfs::fuzz {
+
+// A promise of the code under test that an input broke.
+class FuzzCheckFailed : public std::logic_error {
+public:
+    using std::logic_error::logic_error;
+};
+
+inline void expect(bool condition, const std::string& what) {
+    if (!condition) throw FuzzCheckFailed(what);
+}
+
+// A folder of this process where inputs become files; removed at exit.
+class Scratch {
+public:
+    static Scratch& instance() {
+        static Scratch scratch;
+        return scratch;
+    }
+
+    const std::filesystem::path& folder() const { return folder_; }
+
+    // Writes `size` bytes as the file `name` of the scratch folder and returns its path.
+    std::string write(const std::string& name, const std::uint8_t* data, std::size_t size) const {
+        const std::string path = (folder_ / name).string();
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0) throw std::runtime_error("cannot write " + path);
+        std::size_t done = 0;
+        while (done < size) {
+            const ssize_t wrote = ::write(fd, data + done, size - done);
+            if (wrote <= 0) {
+                ::close(fd);
+                throw std::runtime_error("cannot write " + path);
+            }
+            done += static_cast<std::size_t>(wrote);
+        }
+        ::close(fd);
+        return path;
+    }
+
+    // Copies a file of tests/data into the scratch folder under `name` (once per process).
+    void provide(const std::string& test_data_file, const std::string& name) const {
+        const auto target = folder_ / name;
+        if (std::filesystem::exists(target)) return;
+        std::filesystem::copy_file(std::string(TENSORFS_TEST_DATA) + "/" + test_data_file, target);
+    }
+
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    ~Scratch() {
+        std::error_code ignored;
+        std::filesystem::remove_all(folder_, ignored);
+    }
+
+private:
+    Scratch() {
+        // /dev/shm keeps the thousands of writes per second off the disk.
+        std::string pattern = std::filesystem::is_directory("/dev/shm") ? "/dev/shm/tensorfs-fuzz-XXXXXX"
+                                                                        : "/tmp/tensorfs-fuzz-XXXXXX";
+        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create " + pattern);
+        folder_ = pattern;
+    }
+
+    std::filesystem::path folder_;
+};
+
+// The promises every accepted catalog makes to the tree and to Content: sizes that add up and bytes that lie
+// inside their file, with no arithmetic that wraps.
+inline void check_catalog(const Catalog& catalog) {
+    expect(!catalog.files.empty(), "accepted catalog has no file");
+    for (const Tensor& tensor : catalog.tensors) {
+        const std::string who = "tensor '" + tensor.name + "': ";
+        expect(tensor.type != nullptr, who + "no type");
+        expect(tensor.file < catalog.files.size(), who + "file index out of range");
+        std::uint64_t elements = 1;
+        for (const std::uint64_t dim : tensor.shape) {
+            expect(dim == 0 || elements <= UINT64_MAX / dim, who + "shape product overflows");
+            elements *= dim;
+        }
+        expect(elements == tensor.elements, who + "elements != product of shape");
+        expect(tensor.type->block_elements > 0 && elements % tensor.type->block_elements == 0,
+               who + "elements not a whole number of blocks");
+        expect(tensor.blocks() <= UINT64_MAX / tensor.type->block_bytes, who + "stored size overflows");
+        expect(tensor.blocks() * tensor.type->block_bytes == tensor.nbytes, who + "nbytes != blocks * block bytes");
+        expect(tensor.elements <= UINT64_MAX / 4, who + "float32 size overflows");
+        const std::uint64_t file_size = catalog.files[tensor.file].size;
+        expect(tensor.offset <= file_size && tensor.nbytes <= file_size - tensor.offset,
+               who + "bytes run past the end of the file");
+    }
+}
+
+// Parses `path` as a SOURCE; nullopt when refused. An accepted source must also make a tree and its model.json.
+inline std::optional<Catalog> open_checked(const std::string& path) {
+    try {
+        Catalog catalog = open_catalog(path);
+        check_catalog(catalog);
+        const Tree tree(catalog);
+        const std::string model_json = render_json_file(model_meta(catalog, tree));
+        expect(!model_json.empty() && model_json.back() == '\n', "model.json not rendered");
+        return catalog;
+    } catch (const InvalidSource& refused) {
+        expect(!refused.problems().empty(), "a source was refused without saying why");
+        for (const Problem& problem : refused.problems()) {
+            expect(problem.line().find('\n') == std::string::npos, "a problem spans more than one line");
+        }
+        return std::nullopt;
+    }
+}
+
+inline void check_safetensors_file(const std::uint8_t* data, std::size_t size) {
+    open_checked(Scratch::instance().write("fuzz.safetensors", data, size));
+}
+
+// The input is an index; the three shards of the sharded vectors lie next to it, so that a weight_map naming
+// them gets as far as matching their tensors.
+inline void check_safetensors_index(const std::uint8_t* data, std::size_t size) {
+    const Scratch& scratch = Scratch::instance();
+    for (int part = 1; part <= 3; ++part) {
+        const std::string shard = "model-0000" + std::to_string(part) + "-of-00003.safetensors";
+        scratch.provide("vectors/safetensors/sharded/" + shard, shard);
+    }
+    open_checked(scratch.write("model.safetensors.index.json", data, size));
+}
+
+// The input is part 1 of the tiny-llama split set; parts 2 and 3 lie next to it, so that an input that says it
+// is a split part gets as far as reading and matching its siblings. Other inputs are one GGUF file.
+inline void check_gguf_file(const std::uint8_t* data, std::size_t size) {
+    const Scratch& scratch = Scratch::instance();
+    for (int part = 2; part <= 3; ++part) {
+        const std::string name = "tiny-llama-Q4_K_M-0000" + std::to_string(part) + "-of-00003.gguf";
+        scratch.provide("vectors/gguf/split/" + name, name);
+    }
+    open_checked(scratch.write("tiny-llama-Q4_K_M-00001-of-00003.gguf", data, size));
+}
+
+// splitmix64: the read ranges of an input follow from its bytes, so a crash replays exactly.
+class Ranges {
+public:
+    explicit Ranges(const std::uint8_t* data, std::size_t size) {
+        state_ = 0xcbf29ce484222325ull ^ size;
+        for (std::size_t i = 0; i < size; ++i) state_ = (state_ ^ data[i]) * 0x100000001b3ull;
+    }
+    std::uint64_t next() {
+        std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    // A number in [0, bound].
+    std::uint64_t up_to(std::uint64_t bound) { return bound == UINT64_MAX ? next() : next() % (bound + 1); }
+
+private:
+    std::uint64_t state_;
+};
+
+// Reads [offset, offset + length) of `node` and checks the count against the file's size.
+inline std::vector<char> read_range(Content& content, Node node, std::uint64_t offset, std::size_t length) {
+    std::vector<char> bytes(length);
+    const std::uint64_t size = content.size(node);
+    const std::size_t count = content.read(node, offset, length, bytes.data());
+    const std::uint64_t expected = offset >= size ? 0 : std::min<std::uint64_t>(length, size - offset);
+    expect(count == expected, "read returned " + std::to_string(count) + " bytes, not " + std::to_string(expected));
+    bytes.resize(count);
+    return bytes;
+}
+
+// The input is a safetensors or GGUF file (by its magic). When it is accepted, ranges of every file of every
+// tensor are read through Content, as the FUSE adapter would, and checked against each other: raw against the
+// input's bytes, dequant.npy against its header and dequant.f32, and every range against the same range read in
+// two pieces (block and chunk edges must not show).
+inline void check_content(const std::uint8_t* data, std::size_t size) {
+    const bool gguf = size >= 4 && std::memcmp(data, "GGUF", 4) == 0;
+    const std::string path = Scratch::instance().write(gguf ? "content.gguf" : "content.safetensors", data, size);
+    const std::optional<Catalog> catalog = open_checked(path);
+    if (!catalog) return;
+    expect(catalog->files.size() == 1 && catalog->files[0].size == size, "catalog's file size");
+    const Tree tree(*catalog);
+    const SourceFiles files(*catalog);
+    Stats stats;
+    Content content(*catalog, tree, files, stats);
+
+    Ranges ranges(data, size);
+    constexpr std::uint64_t kMaxRead = 16 << 10;
+    std::uint64_t budget = 4 << 20;  // bytes read per input, so that one input stays well under a second
+    for (const NodeKind kind : {NodeKind::ModelJson, NodeKind::StatsJson}) {
+        read_range(content, Node{kind}, ranges.up_to(content.size(Node{kind})), kMaxRead);
+    }
+    for (std::uint32_t index = 0; index < catalog->tensors.size() && budget > 0; ++index) {
+        const Tensor& tensor = catalog->tensors[index];
+        const Node directory{NodeKind::TensorDir, index};
+        for (std::size_t child = 0; child < tree.child_count(directory); ++child) {
+            const Node node = tree.child(directory, child).node;
+            const std::uint64_t file_size = content.size(node);
+            const std::uint64_t offset = ranges.up_to(file_size + 8);
+            const std::size_t length = static_cast<std::size_t>(ranges.up_to(kMaxRead));
+            budget -= std::min(budget, std::uint64_t{length} * 3 + 256);  // small reads too: JSON renders
+            const std::vector<char> whole = read_range(content, node, offset, length);
+
+            const std::size_t cut = static_cast<std::size_t>(ranges.up_to(whole.size()));
+            std::vector<char> pieces = read_range(content, node, offset, cut);
+            const std::vector<char> rest = read_range(content, node, offset + cut, whole.size() - cut);
+            pieces.insert(pieces.end(), rest.begin(), rest.end());
+            expect(pieces == whole, "tensor '" + tensor.name + "': a range read in two pieces differs");
+
+            if (node.kind == NodeKind::Raw) {
+                expect(whole.empty() || std::memcmp(whole.data(), data + tensor.offset + offset, whole.size()) == 0,
+                       "tensor '" + tensor.name + "': raw differs from the source bytes");
+            } else if (node.kind == NodeKind::DequantNpy) {
+                const std::string& header = content.npy_header(index);
+                expect(file_size == header.size() + tensor.f32_bytes(), "dequant.npy size");
+                const std::uint64_t start = std::max<std::uint64_t>(offset, header.size());
+                if (start < offset + whole.size()) {
+                    const std::vector<char> f32 = read_range(content, Node{NodeKind::DequantF32, index},
+                                                             start - header.size(), offset + whole.size() - start);
+                    expect(std::memcmp(f32.data(), whole.data() + (start - offset), f32.size()) == 0,
+                           "tensor '" + tensor.name + "': dequant.npy differs from dequant.f32");
+                }
+            }
+        }
+    }
+}
+
+}  // namespace tensorfs::fuzz

@@ -1,0 +1,99 @@
+// Replays what the fuzz targets (tests/fuzz) found, and the seed corpus they start from, through the same checks:
+// every input is either refused with a problem or accepted and read back consistently, with no other exception.
+// In the ASan build this also replays them under the sanitizers.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <map>
+
+#include "../fuzz/fuzz_checks.hpp"
+#include "vectors.hpp"
+
+namespace fs = std::filesystem;
+using namespace tensorfs;
+
+namespace {
+
+using Check = std::function<void(const std::uint8_t*, std::size_t)>;
+
+const std::map<std::string, Check>& checks_by_target() {
+    static const std::map<std::string, Check> checks{
+        {"fuzz_safetensors", fuzz::check_safetensors_file},
+        {"fuzz_index", fuzz::check_safetensors_index},
+        {"fuzz_gguf", fuzz::check_gguf_file},
+        {"fuzz_content", fuzz::check_content},
+    };
+    return checks;
+}
+
+// The regular files under `folder` whose names end with one of `suffixes` (all files when empty), sorted.
+std::vector<fs::path> files_under(const fs::path& folder, const std::vector<std::string>& suffixes = {}) {
+    std::vector<fs::path> found;
+    if (!fs::is_directory(folder)) return found;
+    for (const auto& entry : fs::recursive_directory_iterator(folder)) {
+        if (!entry.is_regular_file()) continue;
+        const std::string name = entry.path().filename().string();
+        const bool wanted = suffixes.empty() || std::any_of(suffixes.begin(), suffixes.end(), [&](const auto& s) {
+                                return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+                            });
+        if (wanted) found.push_back(entry.path());
+    }
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
+void replay(const Check& check, const fs::path& file) {
+    const auto bytes = test::read_bytes(file.string());
+    BOOST_TEST_CONTEXT(file.string()) {
+        try {
+            check(bytes.data(), bytes.size());
+        } catch (const std::exception& error) {
+            BOOST_ERROR("unexpected exception: " << error.what());
+        }
+    }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(fuzz_regressions)
+
+BOOST_AUTO_TEST_CASE(committed_fuzz_findings_pass_the_checks) {
+    const fs::path root = test::data_path("fuzz-regressions");
+    for (const auto& target : fs::directory_iterator(root)) {
+        if (!target.is_directory()) continue;
+        const auto check = checks_by_target().find(target.path().filename().string());
+        BOOST_TEST_REQUIRE((check != checks_by_target().end()), "no fuzz target named " << target.path());
+        for (const auto& file : files_under(target.path())) replay(check->second, file);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(seed_corpus_passes_the_checks) {
+    const fs::path vectors = test::vectors_path("");
+    const auto safetensors = files_under(vectors, {".safetensors"});
+    const auto ggufs = files_under(vectors, {".gguf"});
+    BOOST_TEST(safetensors.size() >= 20u);
+    BOOST_TEST(ggufs.size() >= 20u);
+    for (const auto& file : safetensors) {
+        replay(fuzz::check_safetensors_file, file);
+        replay(fuzz::check_content, file);
+    }
+    for (const auto& file : ggufs) {
+        replay(fuzz::check_gguf_file, file);
+        replay(fuzz::check_content, file);
+    }
+    for (const auto& file : files_under(vectors, {".index.json"})) replay(fuzz::check_safetensors_index, file);
+}
+
+BOOST_AUTO_TEST_CASE(checks_accept_valid_sources) {
+    // Without this, a change that made every input "refused" would let the replays above pass on nothing.
+    for (const char* valid : {"safetensors/all_dtypes.safetensors", "gguf/mixed.gguf", "malformed/ok_base.gguf"}) {
+        const auto bytes = test::read_bytes(test::vectors_path(valid));
+        const std::string name = fs::path(valid).filename().string();
+        BOOST_TEST(fuzz::open_checked(fuzz::Scratch::instance().write(name, bytes.data(), bytes.size())).has_value(),
+                   valid);
+    }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
