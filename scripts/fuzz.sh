@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
 shift || true
-all_targets=(fuzz_safetensors fuzz_index fuzz_gguf fuzz_content)
+all_targets=(fuzz_safetensors fuzz_index fuzz_gguf fuzz_content fuzz_kernels)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 build=${TENSORFS_FUZZ_BUILD:-build-fuzz}
@@ -30,6 +30,7 @@ seeds_of() {
     fuzz_index) find "$vectors/safetensors" -name '*.index.json' ;;
     fuzz_gguf) find "$vectors/gguf" "$vectors/malformed" -name '*.gguf' ;;
     fuzz_content) find "$vectors" -name '*.safetensors' -o -name '*.gguf' ;;
+    fuzz_kernels) find "$vectors/malformed" -name '*.gguf' ;;  # any bytes do: a type id, then blocks
     *) echo "unknown target $1" >&2; return 1 ;;
   esac
 }

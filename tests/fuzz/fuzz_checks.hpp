@@ -22,6 +22,7 @@
 
 #include "tensorfs/catalog.hpp"
 #include "tensorfs/content.hpp"
+#include "tensorfs/dtype.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/json_files.hpp"
 #include "tensorfs/open_source.hpp"
@@ -249,6 +250,37 @@ inline void check_content(const std::uint8_t* data, std::size_t size) {
             }
         }
     }
+}
+
+// The ggml types that have a float32 conversion, in id order.
+inline const std::vector<const TypeTraits*>& types_with_kernels() {
+    static const std::vector<const TypeTraits*> types = [] {
+        std::vector<const TypeTraits*> found;
+        for (std::uint32_t id = 0; id < 256; ++id) {
+            const TypeTraits* type = ggml_type_by_id(id);
+            if (type != nullptr && type->has_dequant()) found.push_back(type);
+        }
+        return found;
+    }();
+    return types;
+}
+
+// The first byte picks a type, the rest are its blocks (a partial last block is dropped). The kernels decode them
+// from and into buffers of exactly their size, so that ASan sees any byte read or written past the blocks, and
+// the fast kernel, where this CPU runs it, must give the portable kernel's bits exactly (NaN payloads too).
+inline void check_kernels(const std::uint8_t* data, std::size_t size) {
+    if (size == 0) return;
+    const TypeTraits& type = *types_with_kernels()[data[0] % types_with_kernels().size()];
+    const std::size_t blocks = std::min<std::size_t>((size - 1) / type.block_bytes, 4096);
+    if (blocks == 0) return;
+    const std::vector<std::uint8_t> stored(data + 1, data + 1 + blocks * type.block_bytes);
+    std::vector<float> portable(blocks * type.block_elements);
+    type.portable(stored.data(), blocks, portable.data());
+    if (type.fast == nullptr || !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return;
+    std::vector<float> fast(blocks * type.block_elements);
+    type.fast(stored.data(), blocks, fast.data());
+    expect(std::memcmp(portable.data(), fast.data(), fast.size() * sizeof(float)) == 0,
+           std::string(type.name) + ": the fast kernel differs from the portable one");
 }
 
 }  // namespace tensorfs::fuzz

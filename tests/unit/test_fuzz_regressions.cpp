@@ -24,6 +24,7 @@ const std::map<std::string, Check>& checks_by_target() {
         {"fuzz_index", fuzz::check_safetensors_index},
         {"fuzz_gguf", fuzz::check_gguf_file},
         {"fuzz_content", fuzz::check_content},
+        {"fuzz_kernels", fuzz::check_kernels},
     };
     return checks;
 }
@@ -35,10 +36,8 @@ std::vector<fs::path> files_under(const fs::path& folder, const std::vector<std:
     for (const auto& entry : fs::recursive_directory_iterator(folder)) {
         if (!entry.is_regular_file()) continue;
         const std::string name = entry.path().filename().string();
-        const bool wanted = suffixes.empty() || std::any_of(suffixes.begin(), suffixes.end(), [&](const auto& s) {
-                                return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
-                            });
-        if (wanted) found.push_back(entry.path());
+        const auto ends_name = [&](const std::string& suffix) { return name.ends_with(suffix); };
+        if (suffixes.empty() || std::any_of(suffixes.begin(), suffixes.end(), ends_name)) found.push_back(entry.path());
     }
     std::sort(found.begin(), found.end());
     return found;
@@ -82,6 +81,7 @@ BOOST_AUTO_TEST_CASE(seed_corpus_passes_the_checks) {
     for (const auto& file : ggufs) {
         replay(fuzz::check_gguf_file, file);
         replay(fuzz::check_content, file);
+        replay(fuzz::check_kernels, file);
     }
     for (const auto& file : files_under(vectors, {".index.json"})) replay(fuzz::check_safetensors_index, file);
 }
