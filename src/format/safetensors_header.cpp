@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <string_view>
 #include <tuple>
 
@@ -122,6 +123,7 @@ public:
                 entries.push_back(std::move(*entry));
             }
         }
+        parsed.value.reset();  // the entries hold all that is needed: free the document before building tensors
         std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
             return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
         });
@@ -356,7 +358,14 @@ private:
 }  // namespace
 
 std::optional<Header> read_header(const std::string& path, Problems& problems) {
-    return HeaderChecker(path, problems).run();
+    try {
+        return HeaderChecker(path, problems).run();
+    } catch (const std::bad_alloc&) {
+        // A header near the 100 MB limit parses into a document several times its size; under a memory limit
+        // (ulimit -v) that is one clear line, not an abort.
+        problems.add(path, "not enough memory to read its header");
+        return std::nullopt;
+    }
 }
 
 }  // namespace tensorfs::safetensors

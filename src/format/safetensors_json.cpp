@@ -6,35 +6,96 @@
 namespace tensorfs::safetensors {
 namespace {
 
-// serde_json, which the reference parses with, refuses JSON nested this deep; a limit here also keeps a
+// serde_json, which the reference parses with, refuses JSON nested this deep; the limit also keeps a
 // pathological "[[[[…" header from building a deep document.
-constexpr int kMaxNesting = 127;
-
-struct TooDeep {};
-
-// What the parser callback knows about one open object or array.
-struct OpenValue {
-    bool is_object;
-    std::string name;  // the key this value was found under ("" at the top and inside arrays)
-    std::unordered_set<std::string> keys;
-};
-
-// The message of a nlohmann exception without its "[json.exception.NAME.ID] " prefix.
-std::string without_exception_id(const nlohmann::json::exception& error) {
-    const std::string text = error.what();
-    const auto end = text.find("] ");
-    return end == std::string::npos ? text : text.substr(end + 2);
-}
+constexpr std::size_t kMaxNesting = 127;
 
 bool is_continuation(unsigned char byte) { return (byte & 0xC0u) == 0x80u; }
 
-// The text after "parse error at line L, column C: " in a nlohmann parse_error message.
-std::string describe(const nlohmann::json::parse_error& error) {
+// The reason in a nlohmann exception message: the text after "column C: " of a parse error, else the text after
+// the "[json.exception.NAME.ID] " prefix (as for out_of_range "number overflow parsing '1e400'").
+std::string reason_of(const nlohmann::json::exception& error) {
     const std::string text = error.what();
     const auto column = text.find("column ");
     const auto colon = column == std::string::npos ? std::string::npos : text.find(": ", column);
-    return colon == std::string::npos ? text : text.substr(colon + 2);
+    if (colon != std::string::npos) return text.substr(colon + 2);
+    const auto prefix_end = text.find("] ");
+    return prefix_end == std::string::npos ? text : text.substr(prefix_end + 2);
 }
+
+// A first, DOM-less pass over the text: syntax errors with their byte, nesting depth, and keys that appear twice
+// in one object. (nlohmann's parser callback could see keys too, but its DOM builder rescans the enclosing
+// object at every end of a child object, which is quadratic in the number of tensors.)
+class JsonChecker final : public nlohmann::json_sax<nlohmann::json> {
+public:
+    JsonChecker(std::string_view subject, const std::string& file, std::uint64_t text_offset, Problems& problems)
+        : subject_(subject), file_(file), text_offset_(text_offset), problems_(problems) {}
+
+    bool duplicate_keys() const { return duplicate_keys_; }
+
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+
+    bool start_object(std::size_t) override { return open(true); }
+    bool start_array(std::size_t) override { return open(false); }
+    bool end_object() override { return close(); }
+    bool end_array() override { return close(); }
+
+    bool key(string_t& key) override {
+        OpenValue& object = open_.back();
+        if (!object.keys.insert(key).second) {
+            duplicate_keys_ = true;
+            problems_.add(file_,
+                          "JSON key " + json_quoted(key) + " appears twice in the " + std::string(subject_) +
+                              (object.name.empty() ? std::string() : ", in the object of " + json_quoted(object.name)));
+        }
+        last_key_ = key;
+        return true;
+    }
+
+    bool parse_error(std::size_t position, const std::string&, const nlohmann::json::exception& error) override {
+        problems_.add(file_, std::string(subject_) + " is not valid JSON: " + reason_of(error),
+                      text_offset_ + (position > 0 ? position - 1 : 0));
+        return false;
+    }
+
+private:
+    // One object or array that has begun and not yet ended.
+    struct OpenValue {
+        bool is_object;
+        std::string name;  // the key it was found under ("" at the top and inside arrays)
+        std::unordered_set<std::string> keys;
+    };
+
+    bool open(bool is_object) {
+        if (open_.size() >= kMaxNesting) {
+            problems_.add(file_,
+                          std::string(subject_) + " nests JSON deeper than " + std::to_string(kMaxNesting) + " levels",
+                          text_offset_);
+            return false;
+        }
+        const bool inside_object = !open_.empty() && open_.back().is_object;
+        open_.push_back(OpenValue{is_object, inside_object ? last_key_ : std::string(), {}});
+        return true;
+    }
+    bool close() {
+        open_.pop_back();
+        return true;
+    }
+
+    std::string_view subject_;
+    const std::string& file_;
+    std::uint64_t text_offset_;
+    Problems& problems_;
+    std::vector<OpenValue> open_;
+    std::string last_key_;
+    bool duplicate_keys_ = false;
+};
 
 }  // namespace
 
@@ -74,51 +135,12 @@ std::optional<std::size_t> find_invalid_utf8(std::string_view text) {
 
 ParsedJson parse_json_refusing_duplicates(std::string_view text, std::string_view subject, const std::string& file,
                                           std::uint64_t text_offset, Problems& problems) {
-    using Event = nlohmann::json::parse_event_t;
+    JsonChecker checker(subject, file, text_offset, problems);
     ParsedJson result;
-    std::vector<OpenValue> open;
-    std::string last_key;
-    auto callback = [&](int depth, Event event, nlohmann::json& parsed) {
-        switch (event) {
-            case Event::object_start:
-            case Event::array_start: {
-                if (depth >= kMaxNesting) throw TooDeep{};
-                const bool inside_object = !open.empty() && open.back().is_object;
-                open.push_back(OpenValue{event == Event::object_start, inside_object ? last_key : "", {}});
-                break;
-            }
-            case Event::object_end:
-            case Event::array_end:
-                open.pop_back();
-                break;
-            case Event::key: {
-                last_key = parsed.get<std::string>();
-                if (!open.back().keys.insert(last_key).second) {
-                    result.duplicate_keys = true;
-                    const std::string& owner = open.back().name;
-                    problems.add(file,
-                                 "JSON key " + json_quoted(last_key) + " appears twice in the " + std::string(subject) +
-                                     (owner.empty() ? std::string() : ", in the object of " + json_quoted(owner)));
-                }
-                break;
-            }
-            case Event::value:
-                break;
-        }
-        return true;
-    };
-    try {
-        result.value = nlohmann::json::parse(text.begin(), text.end(), callback);
-    } catch (const nlohmann::json::parse_error& error) {
-        const std::uint64_t position = error.byte > 0 ? error.byte - 1 : 0;
-        problems.add(file, std::string(subject) + " is not valid JSON: " + describe(error), text_offset + position);
-    } catch (const nlohmann::json::exception& error) {
-        // A number too large even for a double (1e400): serde_json refuses it as well.
-        problems.add(file, std::string(subject) + " is not valid JSON: " + without_exception_id(error), text_offset);
-    } catch (const TooDeep&) {
-        problems.add(file, std::string(subject) + " nests JSON deeper than " + std::to_string(kMaxNesting) + " levels",
-                     text_offset);
-    }
+    if (!nlohmann::json::sax_parse(text.begin(), text.end(), &checker)) return result;
+    result.duplicate_keys = checker.duplicate_keys();
+    // The checker has seen the whole text parse, so this second pass cannot fail.
+    result.value = nlohmann::json::parse(text.begin(), text.end());
     return result;
 }
 
