@@ -2,9 +2,12 @@
 // by `tensorfs cat`, and driven directly by the unit tests.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tensorfs/catalog.hpp"
 #include "tensorfs/dequant_reader.hpp"
@@ -14,9 +17,30 @@
 
 namespace tensorfs {
 
+// The bytes of one read as pieces of memory, for a vectored reply without an extra copy. The memory stays valid
+// while this object lives: it holds the decoded chunks and the rendered text it points into.
+class ReadPieces {
+public:
+    const std::vector<iovec>& iov() const { return iov_; }
+    std::size_t size() const { return size_; }
+    // Copies all pieces, in order, to `dst` (which has room for size() bytes).
+    void copy_to(char* dst) const;
+
+private:
+    friend class Content;
+    void add(const void* data, std::size_t length);
+
+    std::vector<iovec> iov_;
+    std::size_t size_ = 0;
+    std::vector<DequantReader::Piece> chunks_;
+    std::string text_;
+};
+
 class Content {
 public:
-    Content(const Catalog& catalog, const Tree& tree, const SourceFiles& files, Stats& stats);
+    // `cache_budget`: bytes of decoded chunks kept for dequant.f32 / dequant.npy.
+    Content(const Catalog& catalog, const Tree& tree, const SourceFiles& files, Stats& stats,
+            std::uint64_t cache_budget = kDefaultCacheBudget);
 
     std::uint64_t size(Node node) const;
 
@@ -24,19 +48,25 @@ public:
     // Throws IoError when the source cannot be read.
     std::size_t read(Node node, std::uint64_t offset, std::size_t length, char* dst);
 
-    // Where the bytes of a `raw` range lie in the source, for replies straight from the file descriptor.
+    // The same bytes as pieces of memory, for every kind of file but `raw` (see raw_slice). Throws IoError.
+    void read_pieces(Node node, std::uint64_t offset, std::size_t length, ReadPieces& pieces);
+
+    // Where the bytes of a `raw` range lie in the source, for replies straight from the file.
     struct FileSlice {
-        int fd;
+        std::uint32_t file;
         std::uint64_t offset;
         std::size_t length;  // already clipped to the tensor's size
     };
     FileSlice raw_slice(std::uint32_t tensor, std::uint64_t offset, std::size_t length) const;
 
-    const std::string& npy_header(std::uint32_t tensor) const;
+    const std::string& npy_header(std::uint32_t tensor) const { return npy_headers_[tensor]; }
     Stats& stats() { return stats_; }
+    std::size_t chunk_bytes() const { return dequant_.chunk_bytes(); }
 
 private:
     std::string meta_json(std::uint32_t tensor) const;
+    // Appends the part of `text` at [offset, offset + length) to `pieces`.
+    static void add_text(const std::string& text, std::uint64_t offset, std::size_t length, ReadPieces& pieces);
 
     const Catalog& catalog_;
     const SourceFiles& files_;

@@ -1,27 +1,64 @@
-// Serves byte ranges of a tensor's float32 view by decoding only the whole blocks that cover them.
+// Serves byte ranges of tensors' float32 views from decoded chunks: runs of whole blocks (about 1 MiB of float32
+// each), decoded only when a read touches them, kept in a ChunkCache, and decoded ahead of sequential readers on
+// a background thread so that decoding overlaps the transfer of the previous chunk.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
+#include "tensorfs/background_queue.hpp"
 #include "tensorfs/catalog.hpp"
+#include "tensorfs/chunk_cache.hpp"
 #include "tensorfs/source_files.hpp"
 #include "tensorfs/stats.hpp"
 
 namespace tensorfs {
 
+// Bytes of decoded chunks kept by default (`--cache-size`).
+inline constexpr std::uint64_t kDefaultCacheBudget = 256ull << 20;
+
+// The usual size of a chunk for a cache budget: 1 MiB, or less for budgets under 16 MiB so that a small cache
+// still holds 16 chunks (never less than 4 KiB; a chunk is always at least one block).
+std::size_t chunk_bytes_for_budget(std::uint64_t budget);
+
 class DequantReader {
 public:
-    DequantReader(const Catalog& catalog, const SourceFiles& files, Stats& stats);
+    DequantReader(const Catalog& catalog, const SourceFiles& files, Stats& stats, std::uint64_t cache_budget);
 
-    // Copies bytes [offset, offset + length) of the tensor's little-endian float32 values into `dst`.
-    // The range must lie inside the tensor's f32 size. Throws IoError when the source cannot be read.
-    void read(std::uint32_t tensor, std::uint64_t offset, std::size_t length, char* dst) const;
+    // The part of one decoded chunk that a read covers.
+    struct Piece {
+        ChunkRef chunk;
+        std::size_t offset;
+        std::size_t length;
+    };
+
+    // Appends to `pieces` the chunk parts holding bytes [offset, offset + length) of the tensor's little-endian
+    // float32 values, in order. The range must lie inside the tensor's f32 size. Throws IoError when the source
+    // cannot be read.
+    void read_pieces(std::uint32_t tensor, std::uint64_t offset, std::size_t length, std::vector<Piece>& pieces);
+
+    std::size_t chunk_bytes() const { return chunk_bytes_; }
 
 private:
+    std::uint64_t chunk_elements(const Tensor& tensor) const;
+    std::uint64_t chunk_count(const Tensor& tensor) const;
+    // Bytes of float32 in chunk `index` of `tensor`.
+    std::size_t chunk_size(const Tensor& tensor, std::uint64_t index) const;
+    ChunkCache::Fill decoder(std::uint32_t tensor, std::uint64_t index);
+    void decode(std::uint32_t tensor, std::uint64_t index, float* values);
+    void decode_ahead_of(std::uint32_t tensor, std::uint64_t last);
+
     const Catalog& catalog_;
     const SourceFiles& files_;
     Stats& stats_;
+    const std::size_t chunk_bytes_;
+    ChunkCache cache_;
+    // Per tensor, the chunk after the last one read: a read that starts there (or one before) is sequential.
+    std::unique_ptr<std::atomic<std::uint64_t>[]> next_chunk_;
+    BackgroundQueue ahead_;   // last: its threads stop before the members they use go away
 };
 
 }  // namespace tensorfs

@@ -20,11 +20,14 @@ struct FileKindCounters {
 
 struct Stats {
     FileKindCounters raw, dequant_f32, dequant_npy, json;
-    Counter cache_hits, cache_misses, cache_evictions;
+    // A wait is a read that found its chunk being decoded by another thread and took that decode (also a hit).
+    Counter cache_hits, cache_misses, cache_waits, cache_evictions, cache_decoded_ahead;
     Counter bytes_decoded, decode_nanoseconds;
-    Counter read_errors;
+    Counter read_errors;     // reads answered with an error
+    Counter reply_errors;    // replies the kernel did not take (reader gone, or a source page it could not copy)
     std::atomic<std::uint64_t> cache_bytes_in_use{0};
     std::uint64_t cache_budget = 0;
+    std::uint64_t cache_chunk_bytes = 0;   // the usual size of a decoded chunk
 
     // The counters as JSON, padded with spaces to a fixed size so that stat() of stats.json is exact.
     std::string render_json() const;

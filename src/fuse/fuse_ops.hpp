@@ -17,6 +17,7 @@ namespace tensorfs {
 struct Filesystem {
     const Tree& tree;
     Content& content;
+    const SourceFiles& files;
     std::uint64_t total_bytes;   // for statfs
     struct timespec mtime;       // of the (first) source file; the tree shows it for every node
     uid_t uid;

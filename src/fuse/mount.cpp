@@ -2,13 +2,17 @@
 
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <thread>
 
+#include "daemon.hpp"
 #include "fuse_ops.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/open_source.hpp"
@@ -41,6 +45,15 @@ struct FuseArgs {
     }
 };
 
+// Resolved before mounting: afterwards, resolving it would wait for the mount to answer.
+std::string absolute_mountpoint(const std::string& mountpoint) {
+    char* resolved = ::realpath(mountpoint.c_str(), nullptr);
+    if (resolved == nullptr) return mountpoint;
+    std::string path(resolved);
+    std::free(resolved);
+    return path;
+}
+
 int serve(fuse_session* session, const MountOptions& options) {
     if (options.single_threaded) return fuse_session_loop(session);
     std::unique_ptr<fuse_loop_config, decltype(&fuse_loop_cfg_destroy)> config(fuse_loop_cfg_create(),
@@ -65,14 +78,13 @@ int run_mount(const MountOptions& options) {
         return 1;
     }
     Stats stats;
-    stats.cache_budget = options.cache_size;
-    Content content(*catalog, *tree, *files, stats);
+    Content content(*catalog, *tree, *files, stats, options.cache_size ? options.cache_size : kDefaultCacheBudget);
 
     std::uint64_t total_bytes = 0;
     for (const auto& tensor : catalog->tensors) total_bytes += tensor.nbytes;
     struct stat source_stat {};
     ::fstat(files->fd(0), &source_stat);
-    Filesystem filesystem{*tree, content, total_bytes, source_stat.st_mtim, ::getuid(), ::getgid()};
+    Filesystem filesystem{*tree, content, *files, total_bytes, source_stat.st_mtim, ::getuid(), ::getgid()};
 
     FuseArgs args;
     args.strings = {"tensorfs", "-o", fixed_fuse_options(options.source)};
@@ -91,13 +103,20 @@ int run_mount(const MountOptions& options) {
         fuse_session_destroy(session);
         return 2;
     }
-    if (fuse_session_mount(session, options.mountpoint.c_str()) != 0) {
+    const std::string mountpoint = absolute_mountpoint(options.mountpoint);
+    if (fuse_session_mount(session, mountpoint.c_str()) != 0) {
         fuse_remove_signal_handlers(session);
         fuse_session_destroy(session);
         return 2;
     }
-    // The mount exists now; the parent returns from here and a reader can use the mount at once.
-    fuse_daemonize(options.foreground ? 1 : 0);
+    // The mount exists now. Without -f the command's process returns once the daemon answers; with -f a helper
+    // thread waits for the loop to answer to raise the read-ahead.
+    if (options.foreground) {
+        std::thread(wait_and_raise_read_ahead, mountpoint).detach();
+        if (::chdir("/") != 0) std::perror("tensorfs: chdir /");
+    } else {
+        daemonize_when_mounted(mountpoint);
+    }
     const int loop_result = serve(session, options);
     fuse_session_unmount(session);
     fuse_remove_signal_handlers(session);
@@ -109,8 +128,9 @@ int run_mount(const MountOptions& options) {
 int run_umount(const std::string& mountpoint) {
     // A mount whose daemon died answers every access with ENOTCONN, and a plain unmount of it fails (EBUSY) while
     // a process still holds one of its files open. Nothing can be served there any more: detach it lazily.
-    struct stat attributes {};
-    const bool daemon_died = ::stat(mountpoint.c_str(), &attributes) != 0 && errno == ENOTCONN;
+    // statfs always reaches the daemon; stat may be answered from the kernel's cached attributes of the root.
+    struct statfs filesystem {};
+    const bool daemon_died = ::statfs(mountpoint.c_str(), &filesystem) != 0 && errno == ENOTCONN;
     const char* argv[] = {"fusermount3", daemon_died ? "-uz" : "-u", mountpoint.c_str(), nullptr};
     pid_t pid;
     if (posix_spawnp(&pid, "fusermount3", nullptr, nullptr, const_cast<char**>(argv), environ) != 0) {

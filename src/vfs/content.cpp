@@ -7,23 +7,26 @@
 #include "tensorfs/npy.hpp"
 
 namespace tensorfs {
-namespace {
 
-// Copies the part of `text` at [offset, offset + length) into dst.
-std::size_t read_string(const std::string& text, std::uint64_t offset, std::size_t length, char* dst) {
-    if (offset >= text.size()) return 0;
-    const std::size_t count = std::min<std::uint64_t>(length, text.size() - offset);
-    std::memcpy(dst, text.data() + offset, count);
-    return count;
+void ReadPieces::add(const void* data, std::size_t length) {
+    if (length == 0) return;
+    iov_.push_back(iovec{const_cast<void*>(data), length});
+    size_ += length;
 }
 
-}  // namespace
+void ReadPieces::copy_to(char* dst) const {
+    for (const iovec& piece : iov_) {
+        std::memcpy(dst, piece.iov_base, piece.iov_len);
+        dst += piece.iov_len;
+    }
+}
 
-Content::Content(const Catalog& catalog, const Tree& tree, const SourceFiles& files, Stats& stats)
+Content::Content(const Catalog& catalog, const Tree& tree, const SourceFiles& files, Stats& stats,
+                 std::uint64_t cache_budget)
     : catalog_(catalog),
       files_(files),
       stats_(stats),
-      dequant_(catalog, files, stats),
+      dequant_(catalog, files, stats, cache_budget),
       model_json_(render_json_file(model_meta(catalog, tree))) {
     npy_headers_.reserve(catalog.tensors.size());
     for (const auto& tensor : catalog.tensors) {
@@ -32,8 +35,6 @@ Content::Content(const Catalog& catalog, const Tree& tree, const SourceFiles& fi
 }
 
 std::string Content::meta_json(std::uint32_t tensor) const { return render_json_file(tensor_meta(catalog_, tensor)); }
-
-const std::string& Content::npy_header(std::uint32_t tensor) const { return npy_headers_[tensor]; }
 
 std::uint64_t Content::size(Node node) const {
     switch (node.kind) {
@@ -50,51 +51,67 @@ std::uint64_t Content::size(Node node) const {
 Content::FileSlice Content::raw_slice(std::uint32_t index, std::uint64_t offset, std::size_t length) const {
     const Tensor& tensor = catalog_.tensors[index];
     const std::size_t count = offset >= tensor.nbytes ? 0 : std::min<std::uint64_t>(length, tensor.nbytes - offset);
-    return FileSlice{files_.fd(tensor.file), tensor.offset + offset, count};
+    stats_.raw.reads.add(1);
+    stats_.raw.bytes.add(count);
+    return FileSlice{tensor.file, tensor.offset + offset, count};
+}
+
+void Content::add_text(const std::string& text, std::uint64_t offset, std::size_t length, ReadPieces& pieces) {
+    if (offset >= text.size()) return;
+    pieces.add(text.data() + offset, std::min<std::uint64_t>(length, text.size() - offset));
 }
 
 std::size_t Content::read(Node node, std::uint64_t offset, std::size_t length, char* dst) {
+    if (node.kind == NodeKind::Raw) {
+        // Copied with pread, never from a mapping: a file truncated since the mount must give an error, not a
+        // SIGBUS in this process.
+        const FileSlice slice = raw_slice(node.tensor, offset, length);
+        files_.read_exact(slice.file, slice.offset, slice.length, dst);
+        return slice.length;
+    }
+    ReadPieces pieces;
+    read_pieces(node, offset, length, pieces);
+    pieces.copy_to(dst);
+    return pieces.size();
+}
+
+void Content::read_pieces(Node node, std::uint64_t offset, std::size_t length, ReadPieces& pieces) {
     switch (node.kind) {
         case NodeKind::ModelJson:
             stats_.json.reads.add(1);
-            return read_string(model_json_, offset, length, dst);
+            return add_text(model_json_, offset, length, pieces);
         case NodeKind::StatsJson:
             stats_.json.reads.add(1);
-            return read_string(stats_.render_json(), offset, length, dst);
+            pieces.text_ = stats_.render_json();
+            return add_text(pieces.text_, offset, length, pieces);
         case NodeKind::MetaJson:
             stats_.json.reads.add(1);
-            return read_string(meta_json(node.tensor), offset, length, dst);
-        case NodeKind::Raw: {
-            const Tensor& tensor = catalog_.tensors[node.tensor];
-            const FileSlice slice = raw_slice(node.tensor, offset, length);
-            files_.read_exact(tensor.file, slice.offset, slice.length, dst);
-            stats_.raw.reads.add(1);
-            stats_.raw.bytes.add(slice.length);
-            return slice.length;
-        }
-        case NodeKind::DequantF32: {
-            const std::uint64_t size = catalog_.tensors[node.tensor].f32_bytes();
-            if (offset >= size) return 0;
-            const std::size_t count = std::min<std::uint64_t>(length, size - offset);
-            dequant_.read(node.tensor, offset, count, dst);
-            stats_.dequant_f32.reads.add(1);
-            stats_.dequant_f32.bytes.add(count);
-            return count;
-        }
+            pieces.text_ = meta_json(node.tensor);
+            return add_text(pieces.text_, offset, length, pieces);
+        case NodeKind::DequantF32:
         case NodeKind::DequantNpy: {
-            const std::string& header = npy_headers_[node.tensor];
+            static const std::string kNoHeader;
+            const std::string& header = node.kind == NodeKind::DequantNpy ? npy_headers_[node.tensor] : kNoHeader;
             const std::uint64_t size = header.size() + catalog_.tensors[node.tensor].f32_bytes();
-            if (offset >= size) return 0;
+            if (offset >= size) return;
             const std::size_t count = std::min<std::uint64_t>(length, size - offset);
-            const std::size_t from_header = read_string(header, offset, count, dst);
+            const std::size_t from_header = offset < header.size() ? std::min<std::uint64_t>(count, header.size() - offset) : 0;
+            add_text(header, offset, from_header, pieces);
             if (count > from_header) {
-                dequant_.read(node.tensor, offset + from_header - header.size(), count - from_header, dst + from_header);
+                const std::size_t first = pieces.chunks_.size();
+                dequant_.read_pieces(node.tensor, offset + from_header - header.size(), count - from_header,
+                                     pieces.chunks_);
+                for (std::size_t i = first; i < pieces.chunks_.size(); ++i) {
+                    const DequantReader::Piece& piece = pieces.chunks_[i];
+                    pieces.add(piece.chunk->data() + piece.offset, piece.length);
+                }
             }
-            stats_.dequant_npy.reads.add(1);
-            stats_.dequant_npy.bytes.add(count);
-            return count;
+            FileKindCounters& counters = node.kind == NodeKind::DequantNpy ? stats_.dequant_npy : stats_.dequant_f32;
+            counters.reads.add(1);
+            counters.bytes.add(count);
+            return;
         }
-        default: return 0;
+        default: return;  // raw has its own road (raw_slice); directories hold no bytes
     }
 }
 

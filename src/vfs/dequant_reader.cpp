@@ -1,34 +1,116 @@
 #include "tensorfs/dequant_reader.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <chrono>
-#include <cstring>
-#include <vector>
+#include <thread>
 
 namespace tensorfs {
+namespace {
 
-DequantReader::DequantReader(const Catalog& catalog, const SourceFiles& files, Stats& stats)
-    : catalog_(catalog), files_(files), stats_(stats) {}
+constexpr std::size_t kLargestChunk = 1 << 20;
+constexpr std::size_t kSmallestChunk = 4 << 10;
+constexpr std::uint64_t kChunksPerBudget = 16;
+// How far ahead of a sequential reader chunks are decoded, and how many such decodes may wait in the queue.
+constexpr std::uint64_t kChunksAhead = 2;
+constexpr std::size_t kMaxQueuedAhead = 4;
 
-void DequantReader::read(std::uint32_t index, std::uint64_t offset, std::size_t length, char* dst) const {
-    if (length == 0) return;
+unsigned ahead_threads() {
+    // One per two cores: the reader and the FUSE threads need the others.
+    return std::max(1u, std::min(2u, std::thread::hardware_concurrency() / 2));
+}
+
+}  // namespace
+
+std::size_t chunk_bytes_for_budget(std::uint64_t budget) {
+    const std::uint64_t share = std::clamp<std::uint64_t>(budget / kChunksPerBudget, kSmallestChunk, kLargestChunk);
+    return std::bit_floor(share);
+}
+
+DequantReader::DequantReader(const Catalog& catalog, const SourceFiles& files, Stats& stats,
+                             std::uint64_t cache_budget)
+    : catalog_(catalog),
+      files_(files),
+      stats_(stats),
+      chunk_bytes_(chunk_bytes_for_budget(cache_budget)),
+      cache_(cache_budget, chunk_bytes_, stats),
+      next_chunk_(std::make_unique<std::atomic<std::uint64_t>[]>(catalog.tensors.size())),
+      ahead_(ahead_threads(), kMaxQueuedAhead) {
+    stats_.cache_budget = cache_budget;
+    stats_.cache_chunk_bytes = chunk_bytes_;
+}
+
+std::uint64_t DequantReader::chunk_elements(const Tensor& tensor) const {
+    const std::uint64_t block = tensor.type->block_elements;
+    return std::max<std::uint64_t>(1, chunk_bytes_ / 4 / block) * block;
+}
+
+std::uint64_t DequantReader::chunk_count(const Tensor& tensor) const {
+    const std::uint64_t per_chunk = chunk_elements(tensor);
+    return (tensor.elements + per_chunk - 1) / per_chunk;
+}
+
+std::size_t DequantReader::chunk_size(const Tensor& tensor, std::uint64_t index) const {
+    const std::uint64_t per_chunk = chunk_elements(tensor);
+    const std::uint64_t first = index * per_chunk;
+    return static_cast<std::size_t>(std::min(per_chunk, tensor.elements - first) * 4);
+}
+
+void DequantReader::decode(std::uint32_t index, std::uint64_t chunk, float* values) {
     const Tensor& tensor = catalog_.tensors[index];
     const TypeTraits& type = *tensor.type;
-    const std::uint64_t bytes_per_block = std::uint64_t{type.block_elements} * 4;
-    const std::uint64_t first_block = offset / bytes_per_block;
-    const std::uint64_t end_block = (offset + length + bytes_per_block - 1) / bytes_per_block;
-    const std::uint64_t blocks = end_block - first_block;
+    const std::uint64_t first_block = chunk * (chunk_elements(tensor) / type.block_elements);
+    const std::uint64_t blocks = chunk_size(tensor, chunk) / 4 / type.block_elements;
 
-    std::vector<std::uint8_t> stored(blocks * type.block_bytes);
+    thread_local std::vector<std::uint8_t> stored;
+    stored.resize(blocks * type.block_bytes);
     files_.read_exact(tensor.file, tensor.offset + first_block * type.block_bytes, stored.size(), stored.data());
 
-    std::vector<float> values(blocks * type.block_elements);
     const auto started = std::chrono::steady_clock::now();
-    active_kernel(type)(stored.data(), blocks, values.data());
+    active_kernel(type)(stored.data(), blocks, values);
     const auto elapsed = std::chrono::steady_clock::now() - started;
     stats_.decode_nanoseconds.add(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
-    stats_.bytes_decoded.add(values.size() * 4);
+    stats_.bytes_decoded.add(blocks * type.block_elements * 4);
+}
 
-    std::memcpy(dst, reinterpret_cast<const char*>(values.data()) + (offset - first_block * bytes_per_block), length);
+ChunkCache::Fill DequantReader::decoder(std::uint32_t tensor, std::uint64_t chunk) {
+    return [this, tensor, chunk](float* values) { decode(tensor, chunk, values); };
+}
+
+void DequantReader::read_pieces(std::uint32_t index, std::uint64_t offset, std::size_t length,
+                                std::vector<Piece>& pieces) {
+    if (length == 0) return;
+    const Tensor& tensor = catalog_.tensors[index];
+    const std::uint64_t chunk_stride = chunk_elements(tensor) * 4;
+    const std::uint64_t first = offset / chunk_stride;
+    const std::uint64_t last = (offset + length - 1) / chunk_stride;
+
+    const std::uint64_t expected = next_chunk_[index].exchange(last + 1, std::memory_order_relaxed);
+    if (first == expected || first + 1 == expected) decode_ahead_of(index, last);
+
+    for (std::uint64_t chunk = first; chunk <= last; ++chunk) {
+        const std::uint64_t chunk_start = chunk * chunk_stride;
+        const std::uint64_t from = std::max(offset, chunk_start);
+        const std::uint64_t to = std::min<std::uint64_t>(offset + length, chunk_start + chunk_stride);
+        ChunkRef values = cache_.get(ChunkKey{index, chunk}, chunk_size(tensor, chunk), decoder(index, chunk));
+        pieces.push_back(Piece{std::move(values), static_cast<std::size_t>(from - chunk_start),
+                               static_cast<std::size_t>(to - from)});
+    }
+}
+
+void DequantReader::decode_ahead_of(std::uint32_t index, std::uint64_t last) {
+    const Tensor& tensor = catalog_.tensors[index];
+    const std::uint64_t count = chunk_count(tensor);
+    for (std::uint64_t chunk = last + 1; chunk <= last + kChunksAhead && chunk < count; ++chunk) {
+        const std::size_t bytes = chunk_size(tensor, chunk);
+        ahead_.offer([this, index, chunk, bytes] {
+            try {
+                cache_.fill_ahead(ChunkKey{index, chunk}, bytes, decoder(index, chunk));
+            } catch (...) {
+                // The reader that wants this chunk decodes it again and gets the error itself.
+            }
+        });
+    }
 }
 
 }  // namespace tensorfs

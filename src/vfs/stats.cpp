@@ -19,12 +19,16 @@ std::string Stats::render_json() const {
           {"dequant.npy", kind_json(dequant_npy)},
           {"json", kind_json(json)}}},
         {"read_errors", read_errors.get()},
+        {"reply_errors", reply_errors.get()},
         {"cache",
          {{"hits", cache_hits.get()},
           {"misses", cache_misses.get()},
+          {"waits", cache_waits.get()},
           {"evictions", cache_evictions.get()},
+          {"decoded_ahead", cache_decoded_ahead.get()},
           {"bytes_in_use", cache_bytes_in_use.load(std::memory_order_relaxed)},
-          {"budget", cache_budget}}},
+          {"budget", cache_budget},
+          {"chunk_bytes", cache_chunk_bytes}}},
         {"decode", {{"bytes", bytes_decoded.get()}, {"seconds", decode_nanoseconds.get() / 1e9}}},
     };
     std::string text = stats.dump(2);

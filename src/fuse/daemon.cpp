@@ -1,0 +1,54 @@
+#include "daemon.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace tensorfs {
+namespace {
+
+constexpr const char* kReadAheadKb = "1024";
+
+}  // namespace
+
+bool wait_and_raise_read_ahead(const std::string& mountpoint) {
+    struct stat root {};
+    if (::stat(mountpoint.c_str(), &root) != 0) return false;
+    char path[96];
+    std::snprintf(path, sizeof path, "/sys/class/bdi/%u:%u/read_ahead_kb", major(root.st_dev), minor(root.st_dev));
+    const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return true;
+    const ssize_t written = ::write(fd, kReadAheadKb, 4);
+    static_cast<void>(written);  // without the right to raise it the mount works, with smaller requests
+    ::close(fd);
+    return true;
+}
+
+void daemonize_when_mounted(const std::string& mountpoint) {
+    std::fflush(nullptr);
+    const pid_t child = ::fork();
+    if (child < 0) {
+        std::perror("tensorfs: fork");
+        std::_Exit(2);
+    }
+    if (child > 0) {
+        // Exit like libfuse's own daemonize does, without running this process's destructors: the daemon owns
+        // the mount now.
+        std::_Exit(wait_and_raise_read_ahead(mountpoint) ? 0 : 2);
+    }
+    ::setsid();
+    if (::chdir("/") != 0) std::perror("tensorfs: chdir /");
+    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+        ::dup2(null, STDIN_FILENO);
+        ::dup2(null, STDOUT_FILENO);
+        ::dup2(null, STDERR_FILENO);
+        if (null > STDERR_FILENO) ::close(null);
+    }
+}
+
+}  // namespace tensorfs
