@@ -126,11 +126,13 @@ int run_mount(const MountOptions& options) {
 }
 
 int run_umount(const std::string& mountpoint) {
-    // A mount whose daemon died answers every access with ENOTCONN, and a plain unmount of it fails (EBUSY) while
-    // a process still holds one of its files open. Nothing can be served there any more: detach it lazily.
+    // A mount whose daemon died answers every access with ENOTCONN (ECONNABORTED for a request queued just as the
+    // connection went down), and a plain unmount of it fails (EBUSY) while a process still holds one of its files
+    // open. Nothing can be served there any more: detach it lazily.
     // statfs always reaches the daemon; stat may be answered from the kernel's cached attributes of the root.
     struct statfs filesystem {};
-    const bool daemon_died = ::statfs(mountpoint.c_str(), &filesystem) != 0 && errno == ENOTCONN;
+    const bool daemon_died =
+        ::statfs(mountpoint.c_str(), &filesystem) != 0 && (errno == ENOTCONN || errno == ECONNABORTED);
     const char* argv[] = {"fusermount3", daemon_died ? "-uz" : "-u", mountpoint.c_str(), nullptr};
     pid_t pid;
     if (posix_spawnp(&pid, "fusermount3", nullptr, nullptr, const_cast<char**>(argv), environ) != 0) {
