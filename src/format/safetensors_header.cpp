@@ -217,12 +217,7 @@ private:
             ++entries_without_span_;
             return std::nullopt;
         }
-        for (const auto& [field, item] : value.items()) {
-            if (field != "dtype" && field != "shape" && field != "data_offsets") {
-                fail_tensor(name,
-                            "unknown field " + json_quoted(field) + " (an entry holds dtype, shape and data_offsets)");
-            }
-        }
+        // Other fields are ignored, as the reference library's deserializer ignores them.
         Entry entry;
         entry.name = name;
         const bool offsets_known = check_offsets(entry, value);
