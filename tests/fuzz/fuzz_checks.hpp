@@ -198,8 +198,9 @@ inline std::vector<char> read_range(Content& content, Node node, std::uint64_t o
 
 // The input is a safetensors or GGUF file (by its magic). When it is accepted, ranges of every file of every
 // tensor are read through Content, as the FUSE adapter would, and checked against each other: raw against the
-// input's bytes, dequant.npy against its header and dequant.f32, and every range against the same range read in
-// two pieces (block and chunk edges must not show).
+// input's bytes and its raw_slice, dequant.npy against its header and dequant.f32, read_pieces (what the FUSE
+// adapter replies with) against read, and every range against the same range read in two pieces (block and chunk
+// edges must not show).
 inline void check_content(const std::uint8_t* data, std::size_t size) {
     const bool gguf = size >= 4 && std::memcmp(data, "GGUF", 4) == 0;
     const std::string path = Scratch::instance().write(gguf ? "content.gguf" : "content.safetensors", data, size);
@@ -209,7 +210,8 @@ inline void check_content(const std::uint8_t* data, std::size_t size) {
     const Tree tree(*catalog);
     const SourceFiles files(*catalog);
     Stats stats;
-    Content content(*catalog, tree, files, stats);
+    // A small cache: 4 KiB chunks, evicted all the time, so chunk edges and reuse are exercised on small inputs.
+    Content content(*catalog, tree, files, stats, 64 << 10);
 
     Ranges ranges(data, size);
     constexpr std::uint64_t kMaxRead = 16 << 10;
@@ -237,7 +239,20 @@ inline void check_content(const std::uint8_t* data, std::size_t size) {
             if (node.kind == NodeKind::Raw) {
                 expect(whole.empty() || std::memcmp(whole.data(), data + tensor.offset + offset, whole.size()) == 0,
                        "tensor '" + tensor.name + "': raw differs from the source bytes");
-            } else if (node.kind == NodeKind::DequantNpy) {
+                // The FUSE adapter replies to raw reads from this slice of the source.
+                const Content::FileSlice slice = content.raw_slice(index, offset, length);
+                expect(slice.file == tensor.file && slice.length == whole.size() &&
+                           (whole.empty() || slice.offset == tensor.offset + offset),
+                       "tensor '" + tensor.name + "': raw_slice disagrees with read");
+                continue;
+            }
+            // The FUSE adapter replies to the other files with these pieces.
+            ReadPieces replied;
+            content.read_pieces(node, offset, length, replied);
+            std::vector<char> joined(replied.size());
+            replied.copy_to(joined.data());
+            expect(joined == whole, "tensor '" + tensor.name + "': read_pieces differs from read");
+            if (node.kind == NodeKind::DequantNpy) {
                 const std::string& header = content.npy_header(index);
                 expect(file_size == header.size() + tensor.f32_bytes(), "dequant.npy size");
                 const std::uint64_t start = std::max<std::uint64_t>(offset, header.size());
