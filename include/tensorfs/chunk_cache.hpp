@@ -63,6 +63,12 @@ public:
     // nor a miss. Returns whether it decoded.
     bool fill_ahead(ChunkKey key, std::size_t bytes, const Fill& fill);
 
+    // Tells that a sequential reader has read the chunk to its end: the kernel's page cache holds those bytes now,
+    // so the chunk is worth less than the others and goes to a short queue of consumed chunks, evicted first and
+    // held to a few chunks. A stream then recycles a few buffers instead of filling the budget with fresh memory
+    // (the first touch of fresh pages costs as much as decoding them). A hit moves it back among the others.
+    void consumed(ChunkKey key);
+
     std::uint64_t budget() const { return budget_; }
 
 private:
@@ -73,9 +79,11 @@ private:
     };
     struct Slot {
         ChunkRef chunk;                          // null while being decoded
-        std::list<ChunkKey>::iterator recency;   // into recency_, once decoded
+        std::list<ChunkKey>::iterator recency;   // into recency_ (or consumed_ when consumed), once decoded
         std::size_t bytes = 0;
+        bool consumed = false;
     };
+    static constexpr std::size_t kKeptConsumed = 8;
     class BufferPool;
 
     // Decodes into a new slot that the caller has inserted (the lock is released meanwhile) and publishes it.
@@ -83,6 +91,7 @@ private:
     // Evicts least recently used chunks until `incoming` more bytes fit in the budget (or nothing is left); moves
     // them to `evicted`, to be released after the lock.
     void make_room(std::size_t incoming, std::vector<ChunkRef>& evicted);
+    void evict(ChunkKey victim, std::vector<ChunkRef>& evicted);
     void publish_bytes_in_use();
 
     const std::uint64_t budget_;
@@ -91,7 +100,8 @@ private:
     std::mutex mutex_;
     std::condition_variable decoded_;
     std::unordered_map<ChunkKey, Slot, KeyHash> slots_;
-    std::list<ChunkKey> recency_;   // decoded chunks, most recently used first
+    std::list<ChunkKey> recency_;    // decoded chunks, most recently used first
+    std::list<ChunkKey> consumed_;   // decoded chunks read to their end by a stream, oldest first
     std::uint64_t bytes_in_use_ = 0;
 };
 

@@ -86,15 +86,18 @@ void DequantReader::read_pieces(std::uint32_t index, std::uint64_t offset, std::
     const std::uint64_t last = (offset + length - 1) / chunk_stride;
 
     const std::uint64_t expected = next_chunk_[index].exchange(last + 1, std::memory_order_relaxed);
-    if (first == expected || first + 1 == expected) decode_ahead_of(index, last);
+    const bool sequential = first == expected || first + 1 == expected;
+    if (sequential) decode_ahead_of(index, last);
 
     for (std::uint64_t chunk = first; chunk <= last; ++chunk) {
         const std::uint64_t chunk_start = chunk * chunk_stride;
+        const std::size_t size = chunk_size(tensor, chunk);
         const std::uint64_t from = std::max(offset, chunk_start);
-        const std::uint64_t to = std::min<std::uint64_t>(offset + length, chunk_start + chunk_stride);
-        ChunkRef values = cache_.get(ChunkKey{index, chunk}, chunk_size(tensor, chunk), decoder(index, chunk));
+        const std::uint64_t to = std::min<std::uint64_t>(offset + length, chunk_start + size);
+        ChunkRef values = cache_.get(ChunkKey{index, chunk}, size, decoder(index, chunk));
         pieces.push_back(Piece{std::move(values), static_cast<std::size_t>(from - chunk_start),
                                static_cast<std::size_t>(to - from)});
+        if (sequential && to == chunk_start + size) cache_.consumed(ChunkKey{index, chunk});
     }
 }
 

@@ -149,6 +149,33 @@ BOOST_AUTO_TEST_CASE(fill_ahead_skips_present_chunks_and_counts_no_miss) {
     BOOST_TEST(calls == 1);
 }
 
+BOOST_AUTO_TEST_CASE(consumed_chunks_are_few_and_evicted_first) {
+    Stats stats;
+    ChunkCache cache(64 * kChunk, kChunk, stats);
+    std::atomic<int> calls = 0;
+    cache.get({0, 100}, kChunk, fill_with(1, calls));   // read by nobody to its end: stays
+    for (std::uint64_t i = 0; i < 20; ++i) {
+        cache.get({0, i}, kChunk, fill_with(float(i), calls));
+        cache.consumed({0, i});
+    }
+    // Only the last few consumed chunks are kept, far under the budget.
+    BOOST_TEST(stats.cache_evictions.get() == 12u);
+    BOOST_TEST(stats.cache_bytes_in_use.load() == 9 * kChunk);
+    calls = 0;
+    cache.get({0, 100}, kChunk, fill_with(1, calls));
+    cache.get({0, 19}, kChunk, fill_with(19, calls));   // a hit: back among the others, no longer consumed
+    cache.get({0, 0}, kChunk, fill_with(0, calls));     // was evicted
+    BOOST_TEST(calls == 1);
+    for (std::uint64_t i = 20; i < 30; ++i) {
+        cache.get({0, i}, kChunk, fill_with(float(i), calls));
+        cache.consumed({0, i});
+    }
+    calls = 0;
+    cache.get({0, 19}, kChunk, fill_with(19, calls));
+    cache.get({0, 100}, kChunk, fill_with(1, calls));
+    BOOST_TEST(calls == 0);
+}
+
 BOOST_AUTO_TEST_CASE(odd_sized_chunks_and_many_threads) {
     Stats stats;
     ChunkCache cache(10 * kChunk, kChunk, stats);
