@@ -2,7 +2,9 @@
 
 A tensorfs mount is read-only twice: the kernel mount carries `ro`, so the VFS refuses most calls before they
 reach the daemon, and the daemon refuses every mutating request itself. The second layer is tested by turning
-the kernel mount read-write (mount(2) with MS_REMOUNT, as root) so that the requests reach the daemon."""
+the kernel mount read-write (mount(2) with MS_REMOUNT, as root) so that the requests reach the daemon. write and
+fallocate need a descriptor open for writing, which no open gives: the kernel refuses them on the read-only
+descriptors there are, and the daemon's own answer to them is tested without a kernel (unit suite fuse_refusals)."""
 import ctypes
 import errno
 import hashlib
