@@ -44,6 +44,9 @@ constexpr std::array kGgmlTypes{
     TypeTraits{"IQ1_M", 29, 256, 56, k::iq1_m, nullptr},
     TypeTraits{"MXFP4", 39, 32, 17, k::mxfp4, k::mxfp4_avx2},
     TypeTraits{"NVFP4", 40, 64, 36, k::nvfp4, nullptr},
+    // ggml has no to_float for its dot-product helper types; their tensors show only raw and meta.json.
+    TypeTraits{"Q8_1", 9, 32, 36, nullptr, nullptr},
+    TypeTraits{"Q8_K", 15, 256, 292, nullptr, nullptr},
 };
 
 // safetensors dtypes (safetensors `Dtype`). Sub-byte types are described as the smallest whole-byte block.
@@ -89,8 +92,8 @@ const TypeTraits* safetensors_dtype_by_name(std::string_view name) {
 }
 
 DequantKernel active_kernel(const TypeTraits& type) {
-    static const bool cpu_has_fast_path =
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+    // Every x86 CPU with AVX2 and FMA also has F16C (clang's __builtin_cpu_supports does not know "f16c").
+    static const bool cpu_has_fast_path = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     return (type.fast != nullptr && cpu_has_fast_path) ? type.fast : type.portable;
 }
 
