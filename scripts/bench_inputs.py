@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+"""Writes the benchmark's inputs: large checkpoints made of valid bytes, quickly (a few random blocks repeated).
+
+usage: bench_inputs.py FOLDER [--scale S]
+
+FOLDER/bf16.safetensors      BF16 model, 16 tensors of 4096 x 16384 x S (2 GiB at S=1)
+FOLDER/q4_k.gguf             Q4_K model, 16 tensors of 16384 x 4096 x S (576 MiB of blocks at S=1)
+FOLDER/q6_k.gguf             Q6_K model, 12 tensors of 16384 x 4096 x S (630 MiB of blocks at S=1)
+FOLDER/moe-small/            100,000 F32 tensors in 200 safetensors shards + index, sparse files
+FOLDER/moe-large/            the same names and shards with a data section 100 times larger, sparse files
+S < 1 makes everything smaller, for a quick try of the script itself.
+"""
+import argparse
+import json
+import os
+import struct
+
+import numpy as np
+
+GGML_TYPES = {"Q4_K": (12, 256, 144), "Q6_K": (14, 256, 210)}   # id, elements per block, bytes per block
+REPEAT_BYTES = 8 << 20   # random bytes made once and written again and again
+
+
+def bf16_bytes(values):
+    """float32 -> bfloat16 with round-to-nearest-even."""
+    bits = values.astype("<f4").view("<u4").astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2").tobytes()
+
+
+def write_repeated(f, pattern, nbytes):
+    while nbytes > 0:
+        piece = pattern[:nbytes]
+        f.write(piece)
+        nbytes -= len(piece)
+
+
+def safetensors_header(entries, metadata=None):
+    """entries: [(name, dtype, shape, nbytes)] laid out back to back. Returns the header bytes (length prefixed)."""
+    header, offset = {"__metadata__": metadata or {}}, 0
+    for name, dtype, shape, nbytes in entries:
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text, offset
+
+
+def write_bf16_model(path, scale, rng):
+    rows, cols = 4096, int(16384 * scale)
+    entries = [(f"model.layers.{i}.mlp.up_proj.weight", "BF16", (rows, cols), rows * cols * 2) for i in range(16)]
+    header, total = safetensors_header(entries, {"format": "pt"})
+    pattern = bf16_bytes(rng.standard_normal(REPEAT_BYTES // 2).astype("<f4") * 0.02)
+    with open(path, "wb") as f:
+        f.write(header)
+        write_repeated(f, pattern, total)
+
+
+def quant_blocks(type_name, count, rng):
+    """`count` valid blocks: random quants, finite small f16 scales where ggml keeps them."""
+    _, _, block_bytes = GGML_TYPES[type_name]
+    blocks = rng.integers(0, 256, size=(count, block_bytes), dtype=np.uint8)
+    scales = (rng.random(count * 2) * 0.01 + 0.001).astype("<f2").view(np.uint8).reshape(count, 4)
+    if type_name == "Q4_K":
+        blocks[:, 0:4] = scales      # d, dmin at the start of block_q4_K
+    else:
+        blocks[:, 208:210] = scales[:, 0:2]   # d at the end of block_q6_K
+    return blocks.tobytes()
+
+
+def gguf_string(text):
+    data = text.encode()
+    return struct.pack("<Q", len(data)) + data
+
+
+def write_gguf_model(path, type_name, tensor_count, scale, rng):
+    type_id, block_elements, block_bytes = GGML_TYPES[type_name]
+    ne0, ne1 = 4096, int(16384 * scale)           # ggml order: ne0 is the row length
+    nbytes = ne0 * ne1 // block_elements * block_bytes
+    alignment = 32
+    out = bytearray(b"GGUF" + struct.pack("<IQQ", 3, tensor_count, 1))
+    out += gguf_string("general.architecture") + struct.pack("<I", 8) + gguf_string("llama")
+    offset = 0
+    for i in range(tensor_count):
+        out += gguf_string(f"blk.{i}.ffn_up.weight") + struct.pack("<I", 2) + struct.pack("<QQ", ne0, ne1)
+        out += struct.pack("<IQ", type_id, offset)
+        offset += nbytes + (-nbytes % alignment)
+    out += b"\0" * (-len(out) % alignment)
+    pattern = quant_blocks(type_name, REPEAT_BYTES // block_bytes, rng)
+    with open(path, "wb") as f:
+        f.write(out)
+        for _ in range(tensor_count):
+            write_repeated(f, pattern, nbytes)
+            f.write(b"\0" * (-nbytes % alignment))
+
+
+def write_sparse_checkpoint(folder, tensors, shards, elements):
+    """`tensors` F32 tensors of `elements` each, spread over `shards` files whose data sections are holes."""
+    os.makedirs(folder, exist_ok=True)
+    per_shard = tensors // shards
+    weight_map, total = {}, 0
+    for s in range(shards):
+        file_name = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+        entries = []
+        for t in range(per_shard):
+            name = f"model.layers.{s}.mlp.experts.{t}.down_proj.weight"
+            entries.append((name, "F32", (elements,), elements * 4))
+            weight_map[name] = file_name
+        header, data_bytes = safetensors_header(entries)
+        with open(os.path.join(folder, file_name), "wb") as f:
+            f.write(header)
+            f.truncate(len(header) + data_bytes)
+        total += data_bytes
+    with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("folder")
+    parser.add_argument("--scale", type=float, default=1.0)
+    args = parser.parse_args()
+    rng = np.random.default_rng(5)
+    os.makedirs(args.folder, exist_ok=True)
+    write_bf16_model(os.path.join(args.folder, "bf16.safetensors"), args.scale, rng)
+    write_gguf_model(os.path.join(args.folder, "q4_k.gguf"), "Q4_K", 16, args.scale, rng)
+    write_gguf_model(os.path.join(args.folder, "q6_k.gguf"), "Q6_K", 12, args.scale, rng)
+    tensors = max(200, int(100_000 * min(args.scale, 1.0)))
+    write_sparse_checkpoint(os.path.join(args.folder, "moe-small"), tensors, 200, 1024)
+    write_sparse_checkpoint(os.path.join(args.folder, "moe-large"), tensors, 200, 102400)
+
+
+if __name__ == "__main__":
+    main()
