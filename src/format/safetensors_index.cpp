@@ -103,6 +103,11 @@ std::optional<Index> read_index(const std::string& path, Problems& problems) {
                                                           std::string(weight_map->type_name()) + ", not an object");
         return std::nullopt;
     }
+    if (weight_map->empty()) {
+        // No shard at all: nothing to mount (and a catalog without files, which the mount cannot describe).
+        problems.add(path, "index weight_map is empty: it names no tensor and no shard");
+        return std::nullopt;
+    }
     for (const auto& [name, shard] : weight_map->items()) {
         if (name.empty()) {
             problems.add(path, "weight_map names a tensor with an empty name");
