@@ -28,7 +28,7 @@ bool wait_and_raise_read_ahead(const std::string& mountpoint) {
     return true;
 }
 
-void daemonize_when_mounted(const std::string& mountpoint) {
+void daemonize_when_mounted(const std::string& mountpoint, const std::function<void()>& unmount) {
     std::fflush(nullptr);
     const pid_t child = ::fork();
     if (child < 0) {
@@ -37,8 +37,11 @@ void daemonize_when_mounted(const std::string& mountpoint) {
     }
     if (child > 0) {
         // Exit like libfuse's own daemonize does, without running this process's destructors: the daemon owns
-        // the mount now.
-        std::_Exit(wait_and_raise_read_ahead(mountpoint) ? 0 : 2);
+        // the mount now (or died, and then leaves no dead mount behind).
+        if (wait_and_raise_read_ahead(mountpoint)) std::_Exit(0);
+        std::fprintf(stderr, "tensorfs: the daemon serving %s ended before answering\n", mountpoint.c_str());
+        unmount();
+        std::_Exit(2);
     }
     ::setsid();
     if (::chdir("/") != 0) std::perror("tensorfs: chdir /");

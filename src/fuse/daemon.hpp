@@ -2,6 +2,7 @@
 // only once the mount answers, so that `tensorfs mount` returning 0 means a reader gets full-speed reads at once.
 #pragma once
 
+#include <functional>
 #include <string>
 
 namespace tensorfs {
@@ -14,7 +15,7 @@ bool wait_and_raise_read_ahead(const std::string& mountpoint);
 
 // Forks. Returns in the child, which becomes the daemon (new session, working folder "/", standard streams on
 // /dev/null). The parent never returns: it exits with 0 once the mount answers (see wait_and_raise_read_ahead),
-// or 2 if it never does.
-void daemonize_when_mounted(const std::string& mountpoint);
+// or runs `unmount` and exits with 2 if the daemon died first.
+void daemonize_when_mounted(const std::string& mountpoint, const std::function<void()>& unmount);
 
 }  // namespace tensorfs

@@ -115,7 +115,7 @@ int run_mount(const MountOptions& options) {
         std::thread(wait_and_raise_read_ahead, mountpoint).detach();
         if (::chdir("/") != 0) std::perror("tensorfs: chdir /");
     } else {
-        daemonize_when_mounted(mountpoint);
+        daemonize_when_mounted(mountpoint, [session] { fuse_session_unmount(session); });
     }
     const int loop_result = serve(session, options);
     fuse_session_unmount(session);
