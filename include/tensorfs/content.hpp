@@ -21,6 +21,11 @@ namespace tensorfs {
 // while this object lives: it holds the decoded chunks and the rendered text it points into.
 class ReadPieces {
 public:
+    ReadPieces() = default;
+    // Pinned: the pieces may point into text_, which a move could relocate.
+    ReadPieces(const ReadPieces&) = delete;
+    ReadPieces& operator=(const ReadPieces&) = delete;
+
     const std::vector<iovec>& iov() const { return iov_; }
     std::size_t size() const { return size_; }
     // Copies all pieces, in order, to `dst` (which has room for size() bytes).
