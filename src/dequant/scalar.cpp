@@ -19,7 +19,9 @@ void convert_each(const std::uint8_t* src, std::size_t n, float* dst) {
 
 }  // namespace
 
-void f32(const std::uint8_t* src, std::size_t n, float* dst) { std::memcpy(dst, src, n * sizeof(float)); }
+void f32(const std::uint8_t* src, std::size_t n, float* dst) {
+    if (n > 0) std::memcpy(dst, src, n * sizeof(float));  // an empty tensor may come with null buffers
+}
 
 void f16(const std::uint8_t* src, std::size_t n, float* dst) {
     for (std::size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(load_u16(src + 2 * i));
