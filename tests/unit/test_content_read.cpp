@@ -9,8 +9,14 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "tensorfs/content.hpp"
+#include "tensorfs/errors.hpp"
 #include "tensorfs/open_source.hpp"
+#include "test_gguf_builder.hpp"
 #include "vectors.hpp"
 
 using namespace tensorfs;
@@ -135,6 +141,31 @@ BOOST_AUTO_TEST_CASE(threads_reading_one_tensor_agree) {
     for (auto& reader : readers) reader.join();
     BOOST_TEST(mismatches == 0);
     BOOST_TEST(m.stats.cache_bytes_in_use.load() <= (64u << 10) + 6 * 4096u);
+}
+
+BOOST_AUTO_TEST_CASE(a_source_shrunk_after_opening_gives_io_errors_not_signals) {
+    test::TempFolder folder;
+    const auto copy = folder.write("copy.gguf", test::read_bytes(test::vectors_path(kSource)));
+    const Catalog catalog = open_catalog(copy.string());
+    const Tree tree(catalog);
+    const SourceFiles files(catalog);
+    Stats stats;
+    Content content(catalog, tree, files, stats, 64 << 10);
+    const auto last = static_cast<std::uint32_t>(catalog.tensors.size() - 1);
+    const Tensor& tensor = catalog.tensors[last];
+    BOOST_TEST(files.mapped(tensor.file, tensor.offset, tensor.nbytes) != nullptr);
+
+    BOOST_REQUIRE(::truncate(copy.c_str(), static_cast<off_t>(tensor.offset + 1)) == 0);
+    BOOST_CHECK_THROW(files.mapped(tensor.file, tensor.offset, tensor.nbytes), IoError);
+    const Tensor& first = catalog.tensors[0];
+    std::string out(std::max<std::size_t>({tensor.nbytes, first.nbytes, 4096}), '\0');
+    BOOST_CHECK_THROW(content.read(Node{NodeKind::Raw, last}, 0, tensor.nbytes, out.data()), IoError);
+    BOOST_CHECK_THROW(content.read(Node{NodeKind::DequantF32, last}, 0, 4096, out.data()), IoError);
+    // What lies before the cut is still served.
+    if (first.offset + first.nbytes <= tensor.offset) {
+        BOOST_TEST(files.mapped(first.file, first.offset, first.nbytes) != nullptr);
+        BOOST_TEST(content.read(Node{NodeKind::Raw, 0}, 0, first.nbytes, out.data()) == first.nbytes);
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
