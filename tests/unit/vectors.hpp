@@ -35,7 +35,7 @@ inline std::vector<std::uint8_t> read_bytes(const std::string& path, std::uint64
 inline std::vector<float> read_f32_file(const std::string& path) {
     const auto bytes = read_bytes(path);
     std::vector<float> values(bytes.size() / 4);
-    std::memcpy(values.data(), bytes.data(), values.size() * 4);
+    if (!values.empty()) std::memcpy(values.data(), bytes.data(), values.size() * 4);
     return values;
 }
 
