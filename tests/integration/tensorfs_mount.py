@@ -5,6 +5,8 @@ import subprocess
 import tempfile
 import time
 
+import numpy as np
+
 BIN = os.environ["TENSORFS_BIN"]
 DATA = os.environ["TENSORFS_TEST_DATA"]
 VECTORS = os.path.join(DATA, "vectors")
@@ -13,6 +15,15 @@ VECTORS = os.path.join(DATA, "vectors")
 def manifest():
     with open(os.path.join(VECTORS, "manifest.json")) as f:
         return json.load(f)
+
+
+def same_floats(expected, actual):
+    """Bit-identical float32 arrays, except that NaN matches NaN (the vectors' README)."""
+    if expected.shape != actual.shape:
+        return False
+    nan_e, nan_a = np.isnan(expected), np.isnan(actual)
+    return bool(np.array_equal(nan_e, nan_a)
+                and np.array_equal(expected.view(np.uint32)[~nan_e], actual.view(np.uint32)[~nan_a]))
 
 
 def run(*args, **kwargs):

@@ -16,7 +16,7 @@ import unittest
 
 import numpy as np
 
-from tensorfs_mount import BIN, VECTORS, Mount, is_mounted, manifest, run
+from tensorfs_mount import BIN, VECTORS, Mount, is_mounted, manifest, run, same_floats
 
 Tensor = collections.namedtuple("Tensor", "name dtype shape elements nbytes file offset raw_sha256 expected")
 Source = collections.namedtuple("Source", "label path format files tensors metadata")
@@ -68,15 +68,6 @@ def sources():
 def cat(source, tensor, *flags):
     """`tensorfs cat` with binary stdout."""
     return subprocess.run([BIN, "cat", source, tensor, *flags], capture_output=True, timeout=120)
-
-
-def same_floats(expected, actual):
-    """Bit-identical, except that NaN matches NaN (the vectors' README)."""
-    if expected.shape != actual.shape:
-        return False
-    nan_e, nan_a = np.isnan(expected), np.isnan(actual)
-    return bool(np.array_equal(nan_e, nan_a)
-                and np.array_equal(expected.view(np.uint32)[~nan_e], actual.view(np.uint32)[~nan_a]))
 
 
 def expected_values(tensor):

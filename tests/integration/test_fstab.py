@@ -17,7 +17,7 @@ import unittest
 
 import numpy as np
 
-from tensorfs_mount import BIN, VECTORS, daemon_pids, is_mounted, manifest, wait_until
+from tensorfs_mount import BIN, VECTORS, daemon_pids, is_mounted, manifest, wait_until, same_floats
 
 CLONE_NEWNS = 0x00020000
 # The command path of /bin/sh when PATH is unset: where mount.fuse3's shell finds `tensorfs`.
@@ -83,15 +83,6 @@ def mount_options(path):
                 separator = fields.index("-")
                 return fields[separator + 1], set(fields[5].split(","))
     return None, set()
-
-
-def same_floats(expected, actual):
-    """Bit-identical, except that NaN matches NaN (the vectors' README)."""
-    if expected.shape != actual.shape:
-        return False
-    nan_e, nan_a = np.isnan(expected), np.isnan(actual)
-    return bool(np.array_equal(nan_e, nan_a)
-                and np.array_equal(expected.view(np.uint32)[~nan_e], actual.view(np.uint32)[~nan_a]))
 
 
 def expected_tensor(source_file, name):

@@ -6,18 +6,9 @@ import unittest
 
 import numpy as np
 
-from tensorfs_mount import VECTORS, Mount, manifest
+from tensorfs_mount import VECTORS, Mount, manifest, same_floats
 
 TYPE_NAMES = {"f32": "F32", "f16": "F16", "bf16": "BF16"}
-
-
-def same_floats(expected, actual):
-    """Bit-identical, except that NaN matches NaN (the vectors' README)."""
-    if expected.shape != actual.shape:
-        return False
-    nan_e, nan_a = np.isnan(expected), np.isnan(actual)
-    return bool(np.array_equal(nan_e, nan_a)
-                and np.array_equal(expected.view(np.uint32)[~nan_e], actual.view(np.uint32)[~nan_a]))
 
 
 def float_bits(value, gguf_type):

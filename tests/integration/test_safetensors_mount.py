@@ -7,18 +7,9 @@ import unittest
 
 import numpy as np
 
-from tensorfs_mount import VECTORS, Mount, daemon_pids, is_mounted, manifest, run, wait_until
+from tensorfs_mount import VECTORS, Mount, daemon_pids, is_mounted, manifest, run, wait_until, same_floats
 
 SOURCE = os.path.join(VECTORS, "safetensors/all_dtypes.safetensors")
-
-
-def same_floats(expected, actual):
-    """Bit-identical, except that NaN matches NaN (the vectors' README)."""
-    if expected.shape != actual.shape:
-        return False
-    e, a = expected.view(np.uint32), actual.view(np.uint32)
-    nan_e, nan_a = np.isnan(expected), np.isnan(actual)
-    return bool(np.array_equal(nan_e, nan_a) and np.array_equal(e[~nan_e], a[~nan_a]))
 
 
 class SafetensorsMount(unittest.TestCase):
