@@ -2,34 +2,11 @@
 // (d * scale, dmin * min) are computed as scalars exactly as in k_quants.cpp; only the per-element
 // float(q) * factor [- min] runs eight lanes at a time, with the same roundings in the same order.
 #include "fast_simd.hpp"
+#include "k_quant_layout.hpp"
 #include "kernels.hpp"
 
 namespace tensorfs::kernels {
 namespace {
-
-// Byte layouts (ggml-common.h block_q4_K, block_q5_K, block_q6_K), offsets from the block start.
-namespace q4k {
-constexpr std::size_t d = 0;
-constexpr std::size_t dmin = 2;
-constexpr std::size_t scales = 4;  // 12 bytes: 8 packed 6-bit scales and 8 6-bit mins
-constexpr std::size_t qs = 16;     // 128 bytes of 4-bit values
-constexpr std::size_t bytes = 144;
-}  // namespace q4k
-namespace q5k {
-constexpr std::size_t d = 0;
-constexpr std::size_t dmin = 2;
-constexpr std::size_t scales = 4;  // as Q4_K
-constexpr std::size_t qh = 16;     // 32 bytes: fifth bit of each value
-constexpr std::size_t qs = 48;     // 128 bytes of low 4-bit values
-constexpr std::size_t bytes = 176;
-}  // namespace q5k
-namespace q6k {
-constexpr std::size_t ql = 0;        // 128 bytes of low 4-bit values
-constexpr std::size_t qh = 128;      // 64 bytes of high 2-bit values
-constexpr std::size_t scales = 192;  // 16 signed bytes, one per 16 elements
-constexpr std::size_t d = 208;
-constexpr std::size_t bytes = 210;
-}  // namespace q6k
 
 // The two factors of one 32-element sub-block of Q4_K / Q5_K: d * scale and dmin * min, each rounded once.
 struct SubBlock {
