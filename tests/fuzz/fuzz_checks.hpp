@@ -7,9 +7,11 @@
 #pragma once
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -50,8 +52,6 @@ public:
         return scratch;
     }
 
-    const std::filesystem::path& folder() const { return folder_; }
-
     // Writes `size` bytes as the file `name` of the scratch folder and returns its path.
     std::string write(const std::string& name, const std::uint8_t* data, std::size_t size) const {
         const std::string path = (folder_ / name).string();
@@ -85,14 +85,31 @@ public:
     }
 
 private:
+    // Named after the process: a run that crashed, or that libFuzzer ended without running destructors, leaves
+    // its folder behind, and the next run removes the folders of processes that are gone.
     Scratch() {
         // /dev/shm keeps the thousands of writes per second off the disk.
-        std::string pattern = std::filesystem::is_directory("/dev/shm") ? "/dev/shm/tensorfs-fuzz-XXXXXX"
-                                                                        : "/tmp/tensorfs-fuzz-XXXXXX";
-        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create " + pattern);
-        folder_ = pattern;
+        const std::filesystem::path base =
+            std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path();
+        remove_folders_of_gone_processes(base);
+        folder_ = base / (std::string(kPrefix) + std::to_string(::getpid()));
+        std::filesystem::remove_all(folder_);
+        std::filesystem::create_directory(folder_);
     }
 
+    static void remove_folders_of_gone_processes(const std::filesystem::path& base) {
+        std::error_code ignored;
+        std::vector<std::filesystem::path> gone;
+        for (const auto& entry : std::filesystem::directory_iterator(base, ignored)) {
+            const std::string name = entry.path().filename().string();
+            if (!name.starts_with(kPrefix)) continue;
+            const long pid = std::strtol(name.c_str() + kPrefix.size(), nullptr, 10);
+            if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) gone.push_back(entry.path());
+        }
+        for (const auto& folder : gone) std::filesystem::remove_all(folder, ignored);
+    }
+
+    static constexpr std::string_view kPrefix = "tensorfs-fuzz-";
     std::filesystem::path folder_;
 };
 
