@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include "temp_folder.hpp"
 
 namespace tensorfs::test {
 
@@ -102,35 +103,6 @@ private:
     std::vector<std::uint8_t> kvs_;
     std::vector<std::uint8_t> infos_;
     std::vector<std::uint8_t> data_;
-};
-
-// A fresh folder under the system's temporary folder, removed with everything in it at the end of the test.
-class TempFolder {
-public:
-    TempFolder() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "tensorfs-gguf-XXXXXX").string();
-        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~TempFolder() {
-        std::error_code ignored;
-        std::filesystem::remove_all(path_, ignored);
-    }
-    TempFolder(const TempFolder&) = delete;
-    TempFolder& operator=(const TempFolder&) = delete;
-
-    const std::filesystem::path& path() const { return path_; }
-
-    std::filesystem::path write(const std::string& name, const std::vector<std::uint8_t>& bytes) const {
-        const auto file = path_ / name;
-        std::ofstream out(file, std::ios::binary);
-        out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-        if (!out) throw std::runtime_error("cannot write " + file.string());
-        return file;
-    }
-
-private:
-    std::filesystem::path path_;
 };
 
 }  // namespace tensorfs::test

@@ -9,37 +9,9 @@
 
 #include "format/formats.hpp"
 #include "tensorfs/errors.hpp"
+#include "temp_folder.hpp"
 
 namespace tensorfs::test {
-
-class TempFolder {
-public:
-    TempFolder() {
-        std::string pattern = (std::filesystem::temp_directory_path() / "tensorfs-st-XXXXXX").string();
-        if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-        path_ = pattern;
-    }
-    ~TempFolder() {
-        std::error_code ignored;
-        std::filesystem::remove_all(path_, ignored);
-    }
-    TempFolder(const TempFolder&) = delete;
-    TempFolder& operator=(const TempFolder&) = delete;
-
-    const std::filesystem::path& path() const { return path_; }
-
-    // Writes `bytes` to `name` inside the folder and returns its path.
-    std::string write(const std::string& name, const std::string& bytes) const {
-        const auto file = path_ / name;
-        std::filesystem::create_directories(file.parent_path());
-        std::ofstream out(file, std::ios::binary);
-        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        return file.string();
-    }
-
-private:
-    std::filesystem::path path_;
-};
 
 // A safetensors file: the 8-byte little-endian length, `header` exactly as given, then `data`.
 inline std::string safetensors_bytes(const std::string& header, const std::string& data) {

@@ -130,7 +130,7 @@ BOOST_AUTO_TEST_CASE(a_tensor_in_two_files_names_both) {
     const auto a = folder.write("model-00001-of-00002.safetensors", shard_with({"w", "v"}));
     const auto b = folder.write("model-00002-of-00002.safetensors", shard_with({"w"}));
     const std::string refusal = test::refusal_of([&] { open_safetensors_files({a, b}, folder.path()); });
-    BOOST_TEST(refusal == "tensorfs: " + b +
+    BOOST_TEST(refusal == "tensorfs: " + b.string() +
                               ": tensor \"w\" is in both model-00001-of-00002.safetensors and "
                               "model-00002-of-00002.safetensors\n");
 }
