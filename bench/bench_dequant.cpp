@@ -1,19 +1,23 @@
-// Single-thread dequant throughput, in GB/s of float32 output, for every ggml type the table can decode:
-// portable kernel, fast kernel (where there is one and the CPU runs it), and memcpy of the same output size
-// measured in between, so every row carries its own reference under the machine's current load. The output
-// (~250 MB by default) is larger than the last-level cache, so the figures include the trip to memory.
-// Each figure is the best of several repetitions; the destination is written once beforehand so page faults
-// are not timed. Prints a Markdown table, with the ratio to ggml's own (plain C) dequantizer where the issue
-// gives its figure.
+// Single-thread dequant throughput, in GB/s of float32 output, for every type the table can decode: ggml's own
+// to_float (when given the library scripts/bench-dequant builds), the portable kernel, the kernel of each fast path
+// this CPU runs, and memcpy of the same output size, measured in turns within each repetition so that every row
+// carries its own references under the machine's load of that moment. The output (~256 MB by default) is larger
+// than the last-level cache, so the figures include the trip to memory. Each figure is the best of several
+// repetitions; the destination is written once beforehand so page faults are not timed. Inputs are random blocks
+// with finite f16 scales. The last column checks that ggml's floats and ours are the same (NaNs only by position).
 //
-// Usage: bench_dequant [--mb MEGABYTES] [--reps N] [--types Q4_K,Q8_0,...]
+// Usage: bench_dequant [--ggml LIBRARY] [--mb MEGABYTES] [--reps N] [--types Q4_K,Q8_0,...]
+//   LIBRARY: a shared library exporting tensorfs_bench_ggml_to_float (bench/ggml_to_float.cpp, linked to ggml)
+#include <dlfcn.h>
+
 #include <algorithm>
+#include <bit>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -25,31 +29,21 @@ using namespace tensorfs;
 
 namespace {
 
+// ggml's ggml_to_float_t, and the lookup bench/ggml_to_float.cpp exports.
+using GgmlToFloat = void (*)(const void* x, float* y, std::int64_t k);
+using GgmlLookup = GgmlToFloat (*)(int type);
+
 struct Options {
-    double output_mb = 250;
+    std::string ggml_library;  // empty: no ggml column
+    double output_mb = 256;
     int reps = 5;
     std::vector<std::string> types;  // empty: every type with a kernel
 };
 
-// ggml's dequantize_row_* (plain C) on this kind of machine, one thread, 250 MB working set (issue 3), and
-// the multiple of it each fast kernel must reach.
-struct Bar {
-    std::string_view type;
-    double gb_per_s;
-    double target_ratio;
-};
-constexpr Bar kGgmlBars[] = {{"Q8_0", 7.4, 1}, {"Q4_K", 7.2, 1}, {"Q5_K", 6.8, 1},   {"Q4_0", 4.4, 2},
-                             {"IQ4_XS", 2.3, 2}, {"MXFP4", 2.3, 2}, {"Q6_K", 1.9, 2}};
-
-std::optional<Bar> ggml_bar(std::string_view type) {
-    for (const Bar& bar : kGgmlBars) {
-        if (bar.type == type) return bar;
-    }
-    return std::nullopt;
-}
-
 [[noreturn]] void usage_error(const std::string& message) {
-    std::fprintf(stderr, "bench_dequant: %s\nusage: bench_dequant [--mb MEGABYTES] [--reps N] [--types A,B,...]\n",
+    std::fprintf(stderr,
+                 "bench_dequant: %s\nusage: bench_dequant [--ggml LIBRARY] [--mb MEGABYTES] [--reps N] "
+                 "[--types A,B,...]\n",
                  message.c_str());
     std::exit(2);
 }
@@ -60,7 +54,9 @@ Options parse_options(int argc, char** argv) {
         const std::string arg = argv[i];
         if (i + 1 >= argc) usage_error("missing value after " + arg);
         const std::string value = argv[++i];
-        if (arg == "--mb") {
+        if (arg == "--ggml") {
+            options.ggml_library = value;
+        } else if (arg == "--mb") {
             options.output_mb = std::atof(value.c_str());
             if (!(options.output_mb >= 1 && options.output_mb <= 16384)) usage_error("--mb must be in 1..16384");
         } else if (arg == "--reps") {
@@ -76,7 +72,14 @@ Options parse_options(int argc, char** argv) {
     return options;
 }
 
-bool cpu_runs_fast_kernels() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+GgmlLookup load_ggml(const std::string& library) {
+    if (library.empty()) return nullptr;
+    void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) usage_error(std::string("cannot load ") + dlerror());
+    auto* lookup = reinterpret_cast<GgmlLookup>(dlsym(handle, "tensorfs_bench_ggml_to_float"));
+    if (lookup == nullptr) usage_error(library + " has no tensorfs_bench_ggml_to_float");
+    return lookup;
+}
 
 std::string cpu_model() {
     std::ifstream cpuinfo("/proc/cpuinfo");
@@ -86,6 +89,19 @@ std::string cpu_model() {
     return "unknown CPU";
 }
 
+// The fast paths this CPU runs, narrowest first.
+std::vector<KernelPath> fast_paths() {
+    std::vector<KernelPath> paths;
+    for (const KernelPath path : {KernelPath::avx2, KernelPath::avx512}) {
+        if (path <= cpu_kernel_path()) paths.push_back(path);
+    }
+    return paths;
+}
+
+DequantKernel own_kernel(const TypeTraits& type, KernelPath path) {
+    return path == KernelPath::avx512 ? type.avx512 : type.avx2;
+}
+
 template <typename Work>
 double seconds_of(Work&& work) {
     const auto start = std::chrono::steady_clock::now();
@@ -93,100 +109,128 @@ double seconds_of(Work&& work) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Best GB/s of each measurement; 0 where there is nothing to measure.
 struct Row {
-    double portable = 0, fast = 0, memcpy = 0;  // best GB/s; fast stays 0 without a fast kernel
+    double ggml = 0, portable = 0, memcpy = 0;
+    double fast[2] = {0, 0};  // per fast_paths() entry
+    std::string same_as_ggml = "-";
 };
 
-Row measure(const TypeTraits& type, double output_mb, int reps, const std::vector<char>& copy_source) {
-    const std::size_t nblocks = static_cast<std::size_t>(output_mb * 1e6) / (std::size_t{4} * type.block_elements);
-    const std::size_t output_bytes = nblocks * type.block_elements * 4;
+// Counts values that differ in their bits, any NaN matching any NaN.
+std::size_t differences(const std::vector<float>& a, const std::vector<float>& b) {
+    std::size_t count = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const bool same = std::bit_cast<std::uint32_t>(a[i]) == std::bit_cast<std::uint32_t>(b[i]) ||
+                          (std::isnan(a[i]) && std::isnan(b[i]));
+        count += !same;
+    }
+    return count;
+}
+
+Row measure(const TypeTraits& type, GgmlToFloat ggml, const Options& options, const std::vector<char>& copy_source) {
+    const std::size_t nblocks = static_cast<std::size_t>(options.output_mb * 1e6) / (std::size_t{4} * type.block_elements);
+    const std::size_t elements = nblocks * type.block_elements;
+    const std::size_t output_bytes = elements * 4;
     const auto stored = test::random_blocks(type, nblocks, 42, test::Scales::finite);
-    std::vector<float> output(nblocks * type.block_elements, 1.0f);  // written once: no page faults timed
-    const bool with_fast = type.fast != nullptr && cpu_runs_fast_kernels();
+    std::vector<float> output(elements, 1.0f);  // written once: no page faults timed
+    const auto paths = fast_paths();
 
     auto gb_per_s = [&](double seconds) { return static_cast<double>(output_bytes) / seconds / 1e9; };
-    Row best;
-    for (int r = 0; r < reps; ++r) {
-        best.memcpy = std::max(best.memcpy, gb_per_s(seconds_of([&] {
-            std::memcpy(output.data(), copy_source.data(), output_bytes);
-        })));
-        best.portable = std::max(best.portable, gb_per_s(seconds_of([&] {
-            type.portable(stored.data(), nblocks, output.data());
-        })));
-        if (with_fast) {
-            best.fast = std::max(best.fast, gb_per_s(seconds_of([&] {
-                type.fast(stored.data(), nblocks, output.data());
-            })));
+    auto best_of = [&](double& best, auto&& work) { best = std::max(best, gb_per_s(seconds_of(work))); };
+    Row row;
+    for (int r = 0; r < options.reps; ++r) {
+        best_of(row.memcpy, [&] { std::memcpy(output.data(), copy_source.data(), output_bytes); });
+        if (ggml != nullptr) best_of(row.ggml, [&] { ggml(stored.data(), output.data(), static_cast<std::int64_t>(elements)); });
+        best_of(row.portable, [&] { type.portable(stored.data(), nblocks, output.data()); });
+        for (std::size_t p = 0; p < paths.size(); ++p) {
+            if (const DequantKernel kernel = own_kernel(type, paths[p])) {
+                best_of(row.fast[p], [&] { kernel(stored.data(), nblocks, output.data()); });
+            }
         }
     }
-    return best;
+    if (ggml != nullptr) {
+        std::vector<float> ours(elements);
+        active_kernel(type)(stored.data(), nblocks, ours.data());
+        ggml(stored.data(), output.data(), static_cast<std::int64_t>(elements));
+        const std::size_t differing = differences(output, ours);
+        row.same_as_ggml = differing == 0 ? "yes" : std::to_string(differing) + " differ";
+    }
+    return row;
 }
 
+// The ggml types with a kernel in id order, then the safetensors dtypes with kernels of their own.
 std::vector<const TypeTraits*> types_to_measure(const Options& options) {
-    std::vector<const TypeTraits*> types;
+    std::vector<const TypeTraits*> all;
     for (std::uint32_t id = 0; id < 256; ++id) {
         const TypeTraits* type = ggml_type_by_id(id);
-        if (type == nullptr || !type->has_dequant()) continue;
-        if (!options.types.empty() &&
-            std::find(options.types.begin(), options.types.end(), type->name) == options.types.end()) {
-            continue;
-        }
-        types.push_back(type);
+        if (type != nullptr && type->has_dequant()) all.push_back(type);
     }
-    // Fast-path types first, each group by name.
-    std::stable_sort(types.begin(), types.end(), [](const TypeTraits* a, const TypeTraits* b) {
-        if ((a->fast != nullptr) != (b->fast != nullptr)) return a->fast != nullptr;
-        return a->name < b->name;
-    });
+    for (const char* name : {"F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2"}) {
+        all.push_back(safetensors_dtype_by_name(name));
+    }
+    if (options.types.empty()) return all;
+    std::vector<const TypeTraits*> chosen;
     for (const std::string& wanted : options.types) {
-        const bool known = std::any_of(types.begin(), types.end(), [&](const TypeTraits* t) { return t->name == wanted; });
-        if (!known) usage_error("no ggml type with a kernel is called " + wanted);
+        const auto found = std::find_if(all.begin(), all.end(), [&](const TypeTraits* t) { return t->name == wanted; });
+        if (found == all.end()) usage_error("no type with a kernel is called " + wanted);
+        chosen.push_back(*found);
     }
-    if (types.empty()) usage_error("no type with a kernel to measure");
-    return types;
+    return chosen;
 }
 
-std::string target_verdict(const Bar& bar, double fast) {
-    const double wanted = bar.gb_per_s * bar.target_ratio;
-    char text[64];
-    if (fast >= wanted) {
-        std::snprintf(text, sizeof text, "met (>= %.3gx)", bar.target_ratio);
-    } else {
-        std::snprintf(text, sizeof text, "MISSED (>= %.3gx): %.0f%% short", bar.target_ratio,
-                      100 * (1 - fast / wanted));
-    }
+std::string figure(double gb_per_s) {
+    if (gb_per_s <= 0) return "-";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f", gb_per_s);
     return text;
 }
+
+std::string ratio(double a, double b) { return a > 0 && b > 0 ? figure(a / b) : "-"; }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     const Options options = parse_options(argc, argv);
+    const GgmlLookup ggml = load_ggml(options.ggml_library);
     const auto types = types_to_measure(options);
+    const auto paths = fast_paths();
     std::vector<char> copy_source(static_cast<std::size_t>(options.output_mb * 1e6), 1);
 
-    std::printf("CPU: %s; fast kernels %s; output %.0f MB per run; best of %d; GB/s of float32 output, one thread\n\n",
-                cpu_model().c_str(), cpu_runs_fast_kernels() ? "active (AVX2/F16C/FMA)" : "unavailable (no AVX2)",
-                options.output_mb, options.reps);
-    std::printf("| type | portable | fast | memcpy | fast / memcpy | ggml bar | fast / bar | target |\n");
-    std::printf("|---|---:|---:|---:|---:|---:|---:|---|\n");
+    std::printf("CPU: %s; kernel paths here: portable", cpu_model().c_str());
+    for (const KernelPath path : paths) std::printf(", %s", std::string(kernel_path_name(path)).c_str());
+    std::printf(" (active: %s); output %.0f MB per run; best of %d; GB/s of float32 output, one thread\n\n",
+                std::string(kernel_path_name(active_kernel_path())).c_str(), options.output_mb, options.reps);
+
+    std::string header = "| type | ggml native | portable |", rule = "|---|---:|---:|";
+    for (const KernelPath path : paths) {
+        header += " " + std::string(kernel_path_name(path)) + " |";
+        rule += "---:|";
+    }
+    header += " memcpy | fast / ggml | fast / memcpy |";
+    rule += "---:|---:|---:|";
+    if (paths.size() == 2) {
+        header += " avx512 / avx2 |";
+        rule += "---:|";
+    }
+    header += " same floats as ggml |";
+    rule += "---|";
+    std::printf("%s\n%s\n", header.c_str(), rule.c_str());
+
     for (const TypeTraits* type : types) {
-        const Row row = measure(*type, options.output_mb, options.reps, copy_source);
-        const std::string name(type->name);
-        char fast[32] = "-", fast_vs_memcpy[32] = "-", bar[32] = "-", ratio[32] = "-";
-        std::string verdict = "-";
-        if (row.fast > 0) {
-            std::snprintf(fast, sizeof fast, "%.2f", row.fast);
-            std::snprintf(fast_vs_memcpy, sizeof fast_vs_memcpy, "%.2f", row.fast / row.memcpy);
+        const GgmlToFloat to_float = ggml != nullptr && type->ggml_id >= 0 ? ggml(type->ggml_id) : nullptr;
+        const Row row = measure(*type, to_float, options, copy_source);
+        // "fast": the path this process runs, or portable where the type has no fast kernel.
+        double fast = row.portable;
+        for (std::size_t p = 0; p < paths.size(); ++p) {
+            if (paths[p] <= active_kernel_path() && row.fast[p] > 0) fast = row.fast[p];
         }
-        if (const auto ggml = ggml_bar(name)) {
-            const double ours = row.fast > 0 ? row.fast : row.portable;
-            std::snprintf(bar, sizeof bar, "%.1f", ggml->gb_per_s);
-            std::snprintf(ratio, sizeof ratio, "%.2f", ours / ggml->gb_per_s);
-            verdict = target_verdict(*ggml, ours);
-        }
-        std::printf("| %s | %.2f | %s | %.2f | %s | %s | %s | %s |\n", name.c_str(), row.portable, fast, row.memcpy,
-                    fast_vs_memcpy, bar, ratio, verdict.c_str());
+        std::string line = "| " + std::string(type->name) + (type->ggml_id < 0 ? " (safetensors)" : "") + " | " +
+                           figure(row.ggml) + " | " + figure(row.portable) + " |";
+        for (std::size_t p = 0; p < paths.size(); ++p) line += " " + figure(row.fast[p]) + " |";
+        line += " " + figure(row.memcpy) + " | " + ratio(fast, row.ggml) + " | " + ratio(fast, row.memcpy) + " |";
+        if (paths.size() == 2) line += " " + ratio(row.fast[1], row.fast[0]) + " |";
+        line += " " + row.same_as_ggml + " |";
+        std::printf("%s\n", line.c_str());
         std::fflush(stdout);
     }
     return 0;

@@ -17,7 +17,8 @@ struct TypeTraits {
     std::uint32_t block_elements;   // elements per block (1 for plain scalar types)
     std::uint32_t block_bytes;      // stored bytes per block
     DequantKernel portable;         // reference kernel; nullptr when there is no float32 conversion
-    DequantKernel fast;             // SIMD variant or nullptr; used when the CPU supports it
+    DequantKernel avx2;             // AVX2/F16C variant or nullptr; bit-exact with `portable`
+    DequantKernel avx512;           // AVX-512 variant or nullptr; bit-exact with `portable`
 
     bool has_dequant() const { return portable != nullptr; }
 };
@@ -26,7 +27,27 @@ struct TypeTraits {
 const TypeTraits* ggml_type_by_id(std::uint32_t id);
 const TypeTraits* safetensors_dtype_by_name(std::string_view name);
 
-// The kernel to run here: `fast` when present and the CPU has what it needs, else `portable`.
+// The instruction sets a kernel may use, from the plainest to the widest. Every path's kernels give the same bits.
+//   portable  plain C++ for x86-64 (or any CPU)
+//   avx2      AVX2 and F16C
+//   avx512    AVX-512 F, BW, VL and DQ, with AVX2 and F16C
+enum class KernelPath { portable, avx2, avx512 };
+
+// "portable", "avx2" or "avx512".
+std::string_view kernel_path_name(KernelPath path);
+
+// The widest path this CPU (and its operating system) runs.
+KernelPath cpu_kernel_path();
+
+// The path every decode of this process uses, chosen once: the CPU's widest, or a lower one named by the
+// environment variable TENSORFS_KERNELS (portable, avx2, avx512; a path the CPU lacks gives the CPU's widest).
+KernelPath active_kernel_path();
+
+// The kernel `path` runs for `type`: the type's kernel for that path, else its best one for a lower path.
+// nullptr when the type has no float32 conversion. `path` must not be wider than cpu_kernel_path().
+DequantKernel kernel_for(const TypeTraits& type, KernelPath path);
+
+// kernel_for(type, active_kernel_path()).
 DequantKernel active_kernel(const TypeTraits& type);
 
 }  // namespace tensorfs

@@ -11,6 +11,7 @@
 
 #include "ggml_tables.hpp"
 #include "half.hpp"
+#include "iq_scales.hpp"
 #include "kernels.hpp"
 
 namespace tensorfs::kernels {
@@ -44,9 +45,6 @@ inline void decode_grid4x2(float scale, std::uint32_t first, std::uint32_t secon
         dst[j + 4] = apply_sign(scale * static_cast<float>(grid_byte(second, j)), sign_bits, j + 4);
     }
 }
-
-// The group scale of the IQ2/IQ3_XXS formats: a 4-bit integer s gives d * (s + 1/2) * step.
-inline float half_step_scale(float d, unsigned s, float step) { return d * (0.5f + static_cast<float>(s)) * step; }
 
 }  // namespace
 
@@ -154,9 +152,6 @@ namespace {
 inline void decode_iq1_grid(float scale, std::uint64_t entry, float delta, float* dst) {
     for (unsigned j = 0; j < 8; ++j) dst[j] = scale * (static_cast<float>(grid_signed_byte(entry, j)) + delta);
 }
-
-// The odd group scale of the IQ1 formats: a 3-bit integer s gives d * (2s + 1).
-inline float odd_scale(float d, unsigned s) { return d * static_cast<float>(2 * s + 1); }
 
 }  // namespace
 

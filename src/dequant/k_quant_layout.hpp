@@ -1,5 +1,5 @@
 // Byte layouts of ggml's K super-block quants (ggml-common.h block_q*_K): offsets from the block start.
-// Shared by the portable kernels (k_quants.cpp) and the AVX2 ones (fast_k_quants.cpp).
+// Shared by the portable kernels (k_quants.cpp) and the fast ones (fast_k_quants.inl).
 #pragma once
 
 #include <cstddef>

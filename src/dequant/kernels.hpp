@@ -58,22 +58,6 @@ TENSORFS_KERNEL(iq4_xs);
 TENSORFS_KERNEL(mxfp4);
 TENSORFS_KERNEL(nvfp4);
 
-// AVX2/F16C fast paths, bit-exact with the portable kernels of the same type. Callable only on a CPU with
-// AVX2, F16C and FMA (type_table.cpp's active_kernel checks); see fast_simd.hpp.
-// fast_float.cpp
-TENSORFS_KERNEL(f16_avx2);
-TENSORFS_KERNEL(bf16_avx2);
-// fast_legacy.cpp
-TENSORFS_KERNEL(q8_0_avx2);
-TENSORFS_KERNEL(q4_0_avx2);
-// fast_k_quants.cpp
-TENSORFS_KERNEL(q4_k_avx2);
-TENSORFS_KERNEL(q5_k_avx2);
-TENSORFS_KERNEL(q6_k_avx2);
-// fast_iq4_fp4.cpp
-TENSORFS_KERNEL(iq4_xs_avx2);
-TENSORFS_KERNEL(mxfp4_avx2);
-
 // small_floats.cpp: safetensors 8-bit and sub-byte floats (OCP FP8 and MX element types, FNUZ variants).
 // F4 blocks are 1 byte (2 elements), F6 blocks 3 bytes (4 elements); the others take one byte per element.
 TENSORFS_KERNEL(f8_e4m3);
@@ -85,6 +69,28 @@ TENSORFS_KERNEL(f4_e2m1);
 TENSORFS_KERNEL(f6_e2m3);
 TENSORFS_KERNEL(f6_e3m2);
 
+// The types with fast kernels: each is declared, with the same name as its portable kernel, in namespace avx2
+// (fast_avx2.cpp) and in namespace avx512 (fast_avx512.cpp). Those are callable only on a CPU that has the path's
+// extensions: kernel_path.cpp checks.
+#define TENSORFS_FAST_KERNELS(X)                                                                                  \
+    X(f16) X(bf16)                                                        /* fast_float16.inl */                   \
+    X(q4_0) X(q4_1) X(q5_0) X(q5_1) X(q8_0) X(iq4_nl)                     /* fast_legacy.inl */                    \
+    X(q2_k) X(q3_k) X(q4_k) X(q5_k) X(q6_k)                               /* fast_k_quants.inl */                  \
+    X(iq2_xxs) X(iq2_xs) X(iq2_s) X(iq3_xxs) X(iq3_s) X(iq1_s) X(iq1_m)   /* fast_grids.inl */                     \
+    X(iq4_xs) X(mxfp4) X(nvfp4)                                           /* fast_nibble_tables.inl */             \
+    X(tq1_0) X(tq2_0) X(q1_0) X(q2_0)                                     /* fast_low_bit.inl */                   \
+    X(f8_e4m3) X(f8_e5m2) X(f8_e4m3fnuz) X(f8_e5m2fnuz) X(f8_e8m0)        /* fast_small_floats.inl */              \
+    X(f4_e2m1) X(f6_e2m3) X(f6_e3m2)
+
+#define TENSORFS_DECLARE_KERNEL(name) TENSORFS_KERNEL(name);
+namespace avx2 {
+TENSORFS_FAST_KERNELS(TENSORFS_DECLARE_KERNEL)
+}
+namespace avx512 {
+TENSORFS_FAST_KERNELS(TENSORFS_DECLARE_KERNEL)
+}
+#undef TENSORFS_DECLARE_KERNEL
+#undef TENSORFS_FAST_KERNELS
 #undef TENSORFS_KERNEL
 
 }  // namespace tensorfs::kernels

@@ -284,7 +284,8 @@ inline void check_content(const std::uint8_t* data, std::size_t size) {
     }
 }
 
-// The ggml types that have a float32 conversion, in id order.
+// The ggml types that have a float32 conversion, in id order, then the safetensors dtypes that have kernels of
+// their own (the 8-bit and sub-byte floats).
 inline const std::vector<const TypeTraits*>& types_with_kernels() {
     static const std::vector<const TypeTraits*> types = [] {
         std::vector<const TypeTraits*> found;
@@ -292,14 +293,18 @@ inline const std::vector<const TypeTraits*>& types_with_kernels() {
             const TypeTraits* type = ggml_type_by_id(id);
             if (type != nullptr && type->has_dequant()) found.push_back(type);
         }
+        for (const char* name : {"F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "F8_E8M0", "F4", "F6_E2M3",
+                                 "F6_E3M2"}) {
+            found.push_back(safetensors_dtype_by_name(name));
+        }
         return found;
     }();
     return types;
 }
 
 // The first byte picks a type, the rest are its blocks (a partial last block is dropped). The kernels decode them
-// from and into buffers of exactly their size, so that ASan sees any byte read or written past the blocks, and
-// the fast kernel, where this CPU runs it, must give the portable kernel's bits exactly (NaN payloads too).
+// from and into buffers of exactly their size, so that ASan sees any byte read or written past the blocks, and the
+// fast kernel of every path this CPU runs must give the portable kernel's bits exactly (NaN payloads too).
 inline void check_kernels(const std::uint8_t* data, std::size_t size) {
     if (size == 0) return;
     const TypeTraits& type = *types_with_kernels()[data[0] % types_with_kernels().size()];
@@ -308,11 +313,15 @@ inline void check_kernels(const std::uint8_t* data, std::size_t size) {
     const std::vector<std::uint8_t> stored(data + 1, data + 1 + blocks * type.block_bytes);
     std::vector<float> portable(blocks * type.block_elements);
     type.portable(stored.data(), blocks, portable.data());
-    if (type.fast == nullptr || !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return;
-    std::vector<float> fast(blocks * type.block_elements);
-    type.fast(stored.data(), blocks, fast.data());
-    expect(std::memcmp(portable.data(), fast.data(), fast.size() * sizeof(float)) == 0,
-           std::string(type.name) + ": the fast kernel differs from the portable one");
+    for (const KernelPath path : {KernelPath::avx2, KernelPath::avx512}) {
+        const DequantKernel fast = path == KernelPath::avx2 ? type.avx2 : type.avx512;
+        if (fast == nullptr || path > cpu_kernel_path()) continue;
+        std::vector<float> decoded(blocks * type.block_elements);
+        fast(stored.data(), blocks, decoded.data());
+        expect(std::memcmp(portable.data(), decoded.data(), decoded.size() * sizeof(float)) == 0,
+               std::string(type.name) + ": the " + std::string(kernel_path_name(path)) +
+                   " kernel differs from the portable one");
+    }
 }
 
 }  // namespace tensorfs::fuzz
