@@ -28,6 +28,7 @@ struct Stats {
     std::atomic<std::uint64_t> cache_bytes_in_use{0};
     std::uint64_t cache_budget = 0;
     std::uint64_t cache_chunk_bytes = 0;   // the usual size of a decoded chunk
+    std::uint64_t decode_workers = 0;      // threads that decode ahead of sequential readers
 
     // The counters as JSON, padded with spaces to a fixed size so that stat() of stats.json is exact.
     std::string render_json() const;

@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "libfuse.hpp"
+#include "tensorfs/dtype.hpp"
 #include "tensorfs/errors.hpp"
 
 namespace tensorfs::cli {
@@ -65,6 +66,18 @@ bool asks_for_help(const Arguments& args) {
     return std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
 }
 
+// The last line of `--version`: the dequant kernels this process runs (see dtype.hpp), and the CPU's best when
+// TENSORFS_KERNELS chose a lower path.
+void print_kernel_path() {
+    const std::string active(kernel_path_name(active_kernel_path()));
+    if (active_kernel_path() == cpu_kernel_path()) {
+        std::printf("dequant kernels: %s\n", active.c_str());
+    } else {
+        std::printf("dequant kernels: %s (TENSORFS_KERNELS; this CPU runs %s)\n", active.c_str(),
+                    std::string(kernel_path_name(cpu_kernel_path())).c_str());
+    }
+}
+
 bool path_exists(const std::string& path) {
     struct stat info {};
     return ::stat(path.c_str(), &info) == 0;
@@ -76,6 +89,7 @@ int run(const Arguments& all) {
     const Arguments rest(all.begin() + 1, all.end());
     if (first == "--version" || first == "-V") {
         print_versions();
+        print_kernel_path();
         return 0;
     }
     if (asks_for_help(all)) {

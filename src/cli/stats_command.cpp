@@ -16,8 +16,9 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// Counters of bytes read as sizes, seconds with a unit, the rest as they are.
+// Counters of bytes read as sizes, seconds with a unit, names without quotes, the rest as they are.
 std::string counter_text(const std::string& key, const Json& value) {
+    if (value.is_string()) return visible(value.get<std::string>());
     if (value.is_number_unsigned() && (key.find("bytes") != std::string::npos || key == "budget")) {
         const auto bytes = value.get<std::uint64_t>();
         return bytes < 1024 ? human_size(bytes) : human_size(bytes) + " (" + std::to_string(bytes) + ")";

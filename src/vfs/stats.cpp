@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tensorfs/dtype.hpp"
+
 namespace tensorfs {
 namespace {
 
@@ -29,7 +31,11 @@ std::string Stats::render_json() const {
           {"bytes_in_use", cache_bytes_in_use.load(std::memory_order_relaxed)},
           {"budget", cache_budget},
           {"chunk_bytes", cache_chunk_bytes}}},
-        {"decode", {{"bytes", bytes_decoded.get()}, {"seconds", decode_nanoseconds.get() / 1e9}}},
+        {"decode",
+         {{"kernels", kernel_path_name(active_kernel_path())},
+          {"workers", decode_workers},
+          {"bytes", bytes_decoded.get()},
+          {"seconds", decode_nanoseconds.get() / 1e9}}},
     };
     std::string text = stats.dump(2);
     if (text.size() + 1 < kStatsJsonSize) text.append(kStatsJsonSize - 1 - text.size(), ' ');

@@ -66,15 +66,16 @@ class Mount:
     """`with Mount(source) as m:` mounts SOURCE in a fresh temporary folder (m.path) and unmounts at exit,
     also when the body failed."""
 
-    def __init__(self, source, *options):
+    def __init__(self, source, *options, env=None):
         self.source = source
         self.options = options
+        self.env = env  # the daemon's environment (default: this process's)
         self.tmp = tempfile.mkdtemp(prefix="tensorfs-test-")
         self.path = os.path.join(self.tmp, "mnt")
         os.mkdir(self.path)
 
     def __enter__(self):
-        result = run("mount", self.source, self.path, *self.options)
+        result = run("mount", self.source, self.path, *self.options, env=self.env)
         if result.returncode != 0:
             os.rmdir(self.path)
             os.rmdir(self.tmp)

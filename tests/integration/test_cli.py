@@ -393,6 +393,23 @@ class CommandsWithoutFuse(unittest.TestCase):
         self.assertRegex(lines[0], r"^tensorfs \d+\.\d+\.\d+$")
         self.assertRegex(lines[1], r"^libfuse 3\.\d+")
         self.assertRegex(lines[2], r"FUSE kernel interface version 7\.\d+")
+        self.assertRegex(lines[-1], r"^dequant kernels: (portable|avx2|avx512)$")
+
+    def test_version_names_the_kernel_path_that_tensorfs_kernels_chose(self):
+        best = run("--version").stdout.splitlines()[-1].split(": ")[1]
+        for path in ("portable", "avx2", "avx512"):
+            with self.subTest(path=path):
+                result = run("--version", env={**os.environ, "TENSORFS_KERNELS": path})
+                last = result.stdout.splitlines()[-1]
+                order = ["portable", "avx2", "avx512"]
+                if order.index(path) < order.index(best):
+                    self.assertEqual(last, f"dequant kernels: {path} (TENSORFS_KERNELS; this CPU runs {best})")
+                else:  # the CPU's best, or a path it lacks: its best
+                    self.assertEqual(last, f"dequant kernels: {best}")
+        result = run("--version", env={**os.environ, "TENSORFS_KERNELS": "sse9"})
+        self.assertEqual(result.returncode, 0)
+        self.assertEqual(result.stdout.splitlines()[-1], f"dequant kernels: {best}")
+        self.assertIn("TENSORFS_KERNELS='sse9' is none of portable, avx2, avx512", result.stderr)
 
 
 class StatsOfAMount(unittest.TestCase):

@@ -6,7 +6,7 @@ import unittest
 
 import numpy as np
 
-from tensorfs_mount import VECTORS, Mount, manifest, same_floats
+from tensorfs_mount import VECTORS, Mount, manifest, run, same_floats
 
 TYPE_NAMES = {"f32": "F32", "f16": "F16", "bf16": "BF16"}
 
@@ -70,6 +70,30 @@ class GgufFiles(unittest.TestCase):
 
     def test_tiny_llama(self):
         self.check_file("gguf/tiny-llama-Q4_K_M.gguf")
+
+
+class KernelPaths(unittest.TestCase):
+    """Every kernel path this CPU runs (TENSORFS_KERNELS lowers the widest one) gives ggml's values through a
+    mount, for every ggml type and the safetensors F8 types, and stats.json names the path in use."""
+
+    PATHS = ("portable", "avx2", "avx512")
+
+    def test_every_path_decodes_like_ggml(self):
+        widest = run("--version").stdout.splitlines()[-1].split(": ")[1]
+        sources = [("gguf/mixed.gguf", gguf_entry("gguf/mixed.gguf")),
+                   ("safetensors/all_dtypes.safetensors",
+                    next(e for e in manifest()["safetensors"] if e["file"] == "safetensors/all_dtypes.safetensors"))]
+        for path in self.PATHS[:self.PATHS.index(widest) + 1]:
+            for relative, entry in sources:
+                environment = {**os.environ, "TENSORFS_KERNELS": path}
+                with self.subTest(path=path, file=relative), Mount(os.path.join(VECTORS, relative),
+                                                                    env=environment) as m:
+                    with open(os.path.join(m.path, ".tensorfs/stats.json")) as f:
+                        self.assertEqual(json.load(f)["decode"]["kernels"], path)
+                    for t in entry["tensors"]:
+                        expected = np.fromfile(os.path.join(VECTORS, t["expected_f32"]), dtype="<f4")
+                        actual = np.fromfile(m.tensor(t["name"], "dequant.f32"), dtype="<f4")
+                        self.assertTrue(same_floats(expected, actual), f"{t['name']} through {path}")
 
 
 class SplitModel(unittest.TestCase):
