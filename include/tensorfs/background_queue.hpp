@@ -1,5 +1,6 @@
-// A few background threads running queued tasks, for work worth doing ahead of a reader (decode ahead). The queue
-// is bounded: a task offered while it is full is dropped, since the reader will do that work itself if needed.
+// A pool of background threads running queued tasks in order, for work worth doing ahead of a reader (decode
+// ahead). The queue is bounded: a task offered while it is full is refused, since the reader will do that work
+// itself if needed.
 #pragma once
 
 #include <condition_variable>

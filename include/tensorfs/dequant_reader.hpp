@@ -1,6 +1,7 @@
 // Serves byte ranges of tensors' float32 views from decoded chunks: runs of whole blocks (about 1 MiB of float32
-// each), decoded only when a read touches them, kept in a ChunkCache, and decoded ahead of sequential readers on
-// a background thread so that decoding overlaps the transfer of the previous chunk.
+// each), decoded only when a read touches them, kept in a ChunkCache, and decoded ahead of sequential readers by a
+// pool of workers (one per core, within the cache budget) so that decoding overlaps the transfer of earlier chunks
+// and uses every core.
 #pragma once
 
 #include <atomic>
@@ -58,6 +59,10 @@ private:
     ChunkCache cache_;
     // Per tensor, the chunk after the last one read: a read that starts there (or one before) is sequential.
     std::unique_ptr<std::atomic<std::uint64_t>[]> next_chunk_;
+    // Per tensor, the last chunk offered to the workers, so that each read offers only chunks not offered yet.
+    std::unique_ptr<std::atomic<std::uint64_t>[]> offered_until_;
+    const unsigned workers_;
+    const std::uint64_t chunks_ahead_;   // how many chunks past a sequential read are decoded ahead
     BackgroundQueue ahead_;   // last: its threads stop before the members they use go away
 };
 

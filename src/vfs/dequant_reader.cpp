@@ -1,5 +1,7 @@
 #include "tensorfs/dequant_reader.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <bit>
 #include <chrono>
@@ -11,13 +13,24 @@ namespace {
 constexpr std::size_t kLargestChunk = 1 << 20;
 constexpr std::size_t kSmallestChunk = 4 << 10;
 constexpr std::uint64_t kChunksPerBudget = 16;
-// How far ahead of a sequential reader chunks are decoded, and how many such decodes may wait in the queue.
-constexpr std::uint64_t kChunksAhead = 2;
-constexpr std::size_t kMaxQueuedAhead = 4;
 
-unsigned ahead_threads() {
-    // One per two cores: the reader and the FUSE threads need the others.
-    return std::max(1u, std::min(2u, std::thread::hardware_concurrency() / 2));
+// The cores this process may run on.
+unsigned usable_cores() {
+    cpu_set_t cpus;
+    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 0) return static_cast<unsigned>(CPU_COUNT(&cpus));
+    return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// One decode worker per core, but no more than a quarter of the chunks the budget holds, so that decodes ahead of
+// readers never crowd out what they read.
+unsigned decode_workers(std::uint64_t budget_chunks) {
+    return static_cast<unsigned>(std::clamp<std::uint64_t>(budget_chunks / 4, 1, usable_cores()));
+}
+
+// How far ahead of a sequential reader chunks are decoded: two per worker (each worker has its next chunk waiting
+// while it decodes one), within a quarter of the budget.
+std::uint64_t chunks_ahead(unsigned workers, std::uint64_t budget_chunks) {
+    return std::clamp<std::uint64_t>(2 * std::uint64_t{workers}, 1, std::max<std::uint64_t>(1, budget_chunks / 4));
 }
 
 }  // namespace
@@ -35,9 +48,13 @@ DequantReader::DequantReader(const Catalog& catalog, const SourceFiles& files, S
       chunk_bytes_(chunk_bytes_for_budget(cache_budget)),
       cache_(cache_budget, chunk_bytes_, stats),
       next_chunk_(std::make_unique<std::atomic<std::uint64_t>[]>(catalog.tensors.size())),
-      ahead_(ahead_threads(), kMaxQueuedAhead) {
+      offered_until_(std::make_unique<std::atomic<std::uint64_t>[]>(catalog.tensors.size())),
+      workers_(decode_workers(cache_budget / chunk_bytes_)),
+      chunks_ahead_(chunks_ahead(workers_, cache_budget / chunk_bytes_)),
+      ahead_(workers_, 4 * chunks_ahead_) {
     stats_.cache_budget = cache_budget;
     stats_.cache_chunk_bytes = chunk_bytes_;
+    stats_.decode_workers = workers_;
 }
 
 std::uint64_t DequantReader::chunk_elements(const Tensor& tensor) const {
@@ -87,7 +104,11 @@ void DequantReader::read_pieces(std::uint32_t index, std::uint64_t offset, std::
 
     const std::uint64_t expected = next_chunk_[index].exchange(last + 1, std::memory_order_relaxed);
     const bool sequential = first == expected || first + 1 == expected;
-    if (sequential) decode_ahead_of(index, last);
+    if (sequential) {
+        decode_ahead_of(index, last);
+    } else {
+        offered_until_[index].store(last, std::memory_order_relaxed);  // a stream may start here: nothing offered yet
+    }
 
     for (std::uint64_t chunk = first; chunk <= last; ++chunk) {
         const std::uint64_t chunk_start = chunk * chunk_stride;
@@ -104,15 +125,22 @@ void DequantReader::read_pieces(std::uint32_t index, std::uint64_t offset, std::
 void DequantReader::decode_ahead_of(std::uint32_t index, std::uint64_t last) {
     const Tensor& tensor = catalog_.tensors[index];
     const std::uint64_t count = chunk_count(tensor);
-    for (std::uint64_t chunk = last + 1; chunk <= last + kChunksAhead && chunk < count; ++chunk) {
+    if (last + 1 >= count) return;
+    const std::uint64_t horizon = std::min(last + chunks_ahead_, count - 1);
+    // Chunks up to the mark were offered by an earlier read of this stream; a mark outside (last, horizon] is left
+    // by a stream elsewhere in the tensor.
+    const std::uint64_t mark = offered_until_[index].load(std::memory_order_relaxed);
+    for (std::uint64_t chunk = mark > last && mark <= horizon ? mark + 1 : last + 1; chunk <= horizon; ++chunk) {
         const std::size_t bytes = chunk_size(tensor, chunk);
-        ahead_.offer([this, index, chunk, bytes] {
+        const bool queued = ahead_.offer([this, index, chunk, bytes] {
             try {
                 cache_.fill_ahead(ChunkKey{index, chunk}, bytes, decoder(index, chunk));
             } catch (...) {
                 // The reader that wants this chunk decodes it again and gets the error itself.
             }
         });
+        if (!queued) return;  // the queue is full: the reader decodes the rest itself, or a later read offers it
+        offered_until_[index].store(chunk, std::memory_order_relaxed);
     }
 }
 
