@@ -6,6 +6,8 @@ usage: bench_inputs.py FOLDER [--scale S]
 FOLDER/bf16.safetensors      BF16 model, 16 tensors of 4096 x 16384 x S (2 GiB at S=1)
 FOLDER/q4_k.gguf             Q4_K model, 16 tensors of 16384 x 4096 x S (576 MiB of blocks at S=1)
 FOLDER/q6_k.gguf             Q6_K model, 12 tensors of 16384 x 4096 x S (630 MiB of blocks at S=1)
+FOLDER/<type>.gguf           for each low-bit type of LOW_BIT_TYPES (iq2_xxs, iq3_s, q2_k, q3_k, iq1_s): 4 tensors
+                             of 16384 x 4096 x S (50-110 MiB of blocks at S=1)
 FOLDER/moe-small/            100,000 F32 tensors in 200 safetensors shards + index, sparse files
 FOLDER/moe-large/            the same names and shards with a data section 100 times larger, sparse files
 S < 1 makes everything smaller, for a quick try of the script itself.
@@ -17,7 +19,17 @@ import struct
 
 import numpy as np
 
-GGML_TYPES = {"Q4_K": (12, 256, 144), "Q6_K": (14, 256, 210)}   # id, elements per block, bytes per block
+# id, elements per block, bytes per block, byte offsets of the block's f16 scale fields (ggml-common.h block_*)
+GGML_TYPES = {
+    "Q4_K": (12, 256, 144, (0, 2)),
+    "Q6_K": (14, 256, 210, (208,)),
+    "Q2_K": (10, 256, 84, (80, 82)),
+    "Q3_K": (11, 256, 110, (108,)),
+    "IQ2_XXS": (16, 256, 66, (0,)),
+    "IQ3_S": (21, 256, 110, (0,)),
+    "IQ1_S": (19, 256, 50, (0,)),
+}
+LOW_BIT_TYPES = ("IQ2_XXS", "IQ3_S", "Q2_K", "Q3_K", "IQ1_S")
 REPEAT_BYTES = 8 << 20   # random bytes made once and written again and again
 
 
@@ -56,14 +68,13 @@ def write_bf16_model(path, scale, rng):
 
 
 def quant_blocks(type_name, count, rng):
-    """`count` valid blocks: random quants, finite small f16 scales where ggml keeps them."""
-    _, _, block_bytes = GGML_TYPES[type_name]
+    """`count` valid blocks: random quants (any bytes are valid grid indices, signs and sub-scales), finite small
+    f16 scales where ggml keeps them."""
+    _, _, block_bytes, scale_fields = GGML_TYPES[type_name]
     blocks = rng.integers(0, 256, size=(count, block_bytes), dtype=np.uint8)
-    scales = (rng.random(count * 2) * 0.01 + 0.001).astype("<f2").view(np.uint8).reshape(count, 4)
-    if type_name == "Q4_K":
-        blocks[:, 0:4] = scales      # d, dmin at the start of block_q4_K
-    else:
-        blocks[:, 208:210] = scales[:, 0:2]   # d at the end of block_q6_K
+    for field in scale_fields:
+        scales = (rng.random(count) * 0.01 + 0.001).astype("<f2").view(np.uint8).reshape(count, 2)
+        blocks[:, field:field + 2] = scales
     return blocks.tobytes()
 
 
@@ -73,7 +84,7 @@ def gguf_string(text):
 
 
 def write_gguf_model(path, type_name, tensor_count, scale, rng):
-    type_id, block_elements, block_bytes = GGML_TYPES[type_name]
+    type_id, block_elements, block_bytes, _ = GGML_TYPES[type_name]
     ne0, ne1 = 4096, int(16384 * scale)           # ggml order: ne0 is the row length
     nbytes = ne0 * ne1 // block_elements * block_bytes
     alignment = 32
@@ -124,6 +135,8 @@ def main():
     write_bf16_model(os.path.join(args.folder, "bf16.safetensors"), args.scale, rng)
     write_gguf_model(os.path.join(args.folder, "q4_k.gguf"), "Q4_K", 16, args.scale, rng)
     write_gguf_model(os.path.join(args.folder, "q6_k.gguf"), "Q6_K", 12, args.scale, rng)
+    for type_name in LOW_BIT_TYPES:
+        write_gguf_model(os.path.join(args.folder, f"{type_name.lower()}.gguf"), type_name, 4, args.scale, rng)
     tensors = max(200, int(100_000 * min(args.scale, 1.0)))
     write_sparse_checkpoint(os.path.join(args.folder, "moe-small"), tensors, 200, 1024)
     write_sparse_checkpoint(os.path.join(args.folder, "moe-large"), tensors, 200, 102400)
