@@ -128,7 +128,7 @@ std::size_t differences(const std::vector<float>& a, const std::vector<float>& b
 }
 
 Row measure(const TypeTraits& type, GgmlToFloat ggml, const Options& options, const std::vector<char>& copy_source) {
-    const std::size_t nblocks = static_cast<std::size_t>(options.output_mb * 1e6) / (std::size_t{4} * type.block_elements);
+    const auto nblocks = static_cast<std::size_t>(options.output_mb * 1e6) / (std::size_t{4} * type.block_elements);
     const std::size_t elements = nblocks * type.block_elements;
     const std::size_t output_bytes = elements * 4;
     const auto stored = test::random_blocks(type, nblocks, 42, test::Scales::finite);
@@ -140,7 +140,9 @@ Row measure(const TypeTraits& type, GgmlToFloat ggml, const Options& options, co
     Row row;
     for (int r = 0; r < options.reps; ++r) {
         best_of(row.memcpy, [&] { std::memcpy(output.data(), copy_source.data(), output_bytes); });
-        if (ggml != nullptr) best_of(row.ggml, [&] { ggml(stored.data(), output.data(), static_cast<std::int64_t>(elements)); });
+        if (ggml != nullptr) {
+            best_of(row.ggml, [&] { ggml(stored.data(), output.data(), static_cast<std::int64_t>(elements)); });
+        }
         best_of(row.portable, [&] { type.portable(stored.data(), nblocks, output.data()); });
         for (std::size_t p = 0; p < paths.size(); ++p) {
             if (const DequantKernel kernel = own_kernel(type, paths[p])) {
@@ -165,7 +167,8 @@ std::vector<const TypeTraits*> types_to_measure(const Options& options) {
         const TypeTraits* type = ggml_type_by_id(id);
         if (type != nullptr && type->has_dequant()) all.push_back(type);
     }
-    for (const char* name : {"F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2"}) {
+    for (const char* name :
+         {"F8_E4M3", "F8_E5M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2"}) {
         all.push_back(safetensors_dtype_by_name(name));
     }
     if (options.types.empty()) return all;

@@ -15,8 +15,9 @@ TENSORFS_TARGET inline __m256i four_entries(std::uint64_t a, std::uint64_t b, st
 
 // The 8 sign bytes of four 7-bit sign fields (bits 0..27 of `fields`), expanded through ksigns_iq2xs.
 inline std::uint32_t expanded_signs(std::uint32_t fields) {
-    return t::ksigns_iq2xs[fields & 127u] | t::ksigns_iq2xs[(fields >> 7) & 127u] << 8 |
-           t::ksigns_iq2xs[(fields >> 14) & 127u] << 16 | static_cast<std::uint32_t>(t::ksigns_iq2xs[(fields >> 21) & 127u]) << 24;
+    std::uint32_t signs = 0;
+    for (unsigned l = 0; l < 4; ++l) signs |= std::uint32_t{t::ksigns_iq2xs[(fields >> (7 * l)) & 127u]} << (8 * l);
+    return signs;
 }
 
 // IQ1 values: scale * (g + delta) with g in {-1, 0, 1} and delta = +-1/8 is (scale / 8) * (8g +- 1) exactly: the
@@ -132,9 +133,9 @@ TENSORFS_TARGET void iq1_s(const std::uint8_t* src, std::size_t nblocks, float* 
         for (std::size_t g = 0; g < 8; ++g, dst += 32) {
             const std::uint8_t* low = src + 2 + 4 * g;
             const unsigned high = load_u16(src + 34 + 2 * g);
-            const __m256i entries = grids::four_entries(grid[low[0] | (high & 7u) << 8], grid[low[1] | (high & 56u) << 5],
-                                                        grid[low[2] | (high & 448u) << 2],
-                                                        grid[low[3] | (high & 3584u) >> 1]);
+            const __m256i entries =
+                grids::four_entries(grid[low[0] | (high & 7u) << 8], grid[low[1] | (high & 56u) << 5],
+                                    grid[low[2] | (high & 448u) << 2], grid[low[3] | (high & 3584u) >> 1]);
             const __m256i minus = (high & 0x8000u) != 0 ? _mm256_set1_epi8(-1) : _mm256_setzero_si256();
             store32(grids::iq1_values(entries, minus), broadcast(odd_scale(d, (high >> 12) & 7u) * 0.125f), dst);
         }

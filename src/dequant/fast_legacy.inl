@@ -24,7 +24,9 @@ TENSORFS_TARGET inline __m256i nibbles_in_order(const std::uint8_t* qs) {
 }  // namespace legacy
 
 TENSORFS_TARGET void q8_0(const std::uint8_t* src, std::size_t nblocks, float* dst) {
-    for (std::size_t b = 0; b < nblocks; ++b, src += 34, dst += 32) store32(load32(src + 2), broadcast(load_f16(src)), dst);
+    for (std::size_t b = 0; b < nblocks; ++b, src += 34, dst += 32) {
+        store32(load32(src + 2), broadcast(load_f16(src)), dst);
+    }
 }
 
 TENSORFS_TARGET void q4_0(const std::uint8_t* src, std::size_t nblocks, float* dst) {

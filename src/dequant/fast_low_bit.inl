@@ -10,7 +10,8 @@ namespace low_bit {
 TENSORFS_TARGET inline __m256i trits(__m256i bytes, __m256i powers) {
     const __m256i three = _mm256_set1_epi16(3);
     const __m256i even = _mm256_mullo_epi16(_mm256_slli_epi16(bytes, 8), powers);
-    const __m256i odd = _mm256_mullo_epi16(_mm256_and_si256(bytes, _mm256_set1_epi16(static_cast<short>(0xFF00))), powers);
+    const __m256i high_bytes = _mm256_set1_epi16(static_cast<short>(0xFF00));
+    const __m256i odd = _mm256_mullo_epi16(_mm256_and_si256(bytes, high_bytes), powers);
     return _mm256_or_si256(_mm256_mulhi_epu16(even, three), _mm256_slli_epi16(_mm256_mulhi_epu16(odd, three), 8));
 }
 
@@ -65,7 +66,9 @@ TENSORFS_TARGET void tq2_0(const std::uint8_t* src, std::size_t nblocks, float* 
 TENSORFS_TARGET void q1_0(const std::uint8_t* src, std::size_t nblocks, float* dst) {
     for (std::size_t b = 0; b < nblocks; ++b, src += 18) {
         const Floats d = broadcast(load_f16(src));
-        for (std::size_t i = 0; i < 8; ++i, dst += 16) store16_value_negated(d, ~load_u16(src + 2 + 2 * i) & 0xFFFFu, dst);
+        for (std::size_t i = 0; i < 8; ++i, dst += 16) {
+            store16_value_negated(d, ~load_u16(src + 2 + 2 * i) & 0xFFFFu, dst);
+        }
     }
 }
 

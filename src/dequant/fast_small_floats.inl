@@ -49,7 +49,8 @@ TENSORFS_TARGET inline void e4m3fnuz_step(const std::uint8_t* src, float* dst) {
 TENSORFS_TARGET inline void e5m2fnuz_step(const std::uint8_t* src, float* dst) {
     const __m256i codes = byte_codes(src);
     const __m256i sign = sign_of_byte(codes);
-    const __m256i normal = _mm256_sub_epi16(_mm256_slli_epi16(_mm256_and_si256(codes, splat16(0x7F)), 8), splat16(0x400));
+    const __m256i magnitude = _mm256_and_si256(codes, splat16(0x7F));
+    const __m256i normal = _mm256_sub_epi16(_mm256_slli_epi16(magnitude, 8), splat16(0x400));
     const __m256i subnormal = _mm256_slli_epi16(_mm256_and_si256(codes, splat16(7)), 7);
     const __m256i exponent_0_or_1 = _mm256_cmpeq_epi16(_mm256_and_si256(codes, splat16(0x78)), _mm256_setzero_si256());
     const __m256i halves = _mm256_or_si256(sign, _mm256_blendv_epi8(normal, subnormal, exponent_0_or_1));

@@ -17,7 +17,9 @@ constexpr std::uint64_t kChunksPerBudget = 16;
 // The cores this process may run on.
 unsigned usable_cores() {
     cpu_set_t cpus;
-    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 0) return static_cast<unsigned>(CPU_COUNT(&cpus));
+    if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 0) {
+        return static_cast<unsigned>(CPU_COUNT(&cpus));
+    }
     return std::max(1u, std::thread::hardware_concurrency());
 }
 

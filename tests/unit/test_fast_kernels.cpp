@@ -71,9 +71,8 @@ std::string label(const TypeTraits& type, KernelPath path) {
 void check_identical_bits(const std::vector<float>& expected, const float* actual, const std::string& what) {
     std::size_t differences = 0, first = 0;
     for (std::size_t i = 0; i < expected.size(); ++i) {
-        if (std::bit_cast<std::uint32_t>(expected[i]) != std::bit_cast<std::uint32_t>(actual[i]) && differences++ == 0) {
-            first = i;
-        }
+        const bool same = std::bit_cast<std::uint32_t>(expected[i]) == std::bit_cast<std::uint32_t>(actual[i]);
+        if (!same && differences++ == 0) first = i;
     }
     BOOST_CHECK_MESSAGE(differences == 0, what << ": " << differences << " of " << expected.size()
                                                 << " values differ in their bits, first at " << first << " (0x"
@@ -351,7 +350,9 @@ BOOST_AUTO_TEST_CASE(fast_equals_portable_on_every_small_float_code) {
             for (unsigned code = 0; code < 64 * 4; ++code) {  // groups of 4 codes: c, c + 17, c + 34, c + 51 (mod 64)
                 std::uint32_t word = 0;
                 for (unsigned k = 0; k < 4; ++k) word |= ((code + 17 * k) % 64) << (6 * k);
-                for (unsigned byte = 0; byte < 3; ++byte) bytes.push_back(static_cast<std::uint8_t>(word >> (8 * byte)));
+                for (unsigned byte = 0; byte < 3; ++byte) {
+                    bytes.push_back(static_cast<std::uint8_t>(word >> (8 * byte)));
+                }
             }
             compare_with_portable(type, path, bytes, label(type, path) + ", every code in every position");
         }
