@@ -7,7 +7,7 @@ FOLDER/bf16.safetensors      BF16 model, 16 tensors of 4096 x 16384 x S (2 GiB a
 FOLDER/q4_k.gguf             Q4_K model, 16 tensors of 16384 x 4096 x S (576 MiB of blocks at S=1)
 FOLDER/q6_k.gguf             Q6_K model, 12 tensors of 16384 x 4096 x S (630 MiB of blocks at S=1)
 FOLDER/<type>.gguf           for each low-bit type of LOW_BIT_TYPES (iq2_xxs, iq3_s, q2_k, q3_k, iq1_s): 4 tensors
-                             of 16384 x 4096 x S (50-110 MiB of blocks at S=1)
+                             of 65536 x 4096 x S (200-440 MiB of blocks at S=1)
 FOLDER/moe-small/            100,000 F32 tensors in 200 safetensors shards + index, sparse files
 FOLDER/moe-large/            the same names and shards with a data section 100 times larger, sparse files
 S < 1 makes everything smaller, for a quick try of the script itself.
@@ -83,9 +83,9 @@ def gguf_string(text):
     return struct.pack("<Q", len(data)) + data
 
 
-def write_gguf_model(path, type_name, tensor_count, scale, rng):
+def write_gguf_model(path, type_name, tensor_count, scale, rng, rows=16384):
     type_id, block_elements, block_bytes, _ = GGML_TYPES[type_name]
-    ne0, ne1 = 4096, int(16384 * scale)           # ggml order: ne0 is the row length
+    ne0, ne1 = 4096, int(rows * scale)            # ggml order: ne0 is the row length
     nbytes = ne0 * ne1 // block_elements * block_bytes
     alignment = 32
     out = bytearray(b"GGUF" + struct.pack("<IQQ", 3, tensor_count, 1))
@@ -135,8 +135,9 @@ def main():
     write_bf16_model(os.path.join(args.folder, "bf16.safetensors"), args.scale, rng)
     write_gguf_model(os.path.join(args.folder, "q4_k.gguf"), "Q4_K", 16, args.scale, rng)
     write_gguf_model(os.path.join(args.folder, "q6_k.gguf"), "Q6_K", 12, args.scale, rng)
-    for type_name in LOW_BIT_TYPES:
-        write_gguf_model(os.path.join(args.folder, f"{type_name.lower()}.gguf"), type_name, 4, args.scale, rng)
+    for type_name in LOW_BIT_TYPES:  # 1 GiB of float32 per tensor, so that raw's first pass reads 50-110 MB
+        write_gguf_model(os.path.join(args.folder, f"{type_name.lower()}.gguf"), type_name, 4, args.scale, rng,
+                         rows=65536)
     tensors = max(200, int(100_000 * min(args.scale, 1.0)))
     write_sparse_checkpoint(os.path.join(args.folder, "moe-small"), tensors, 200, 1024)
     write_sparse_checkpoint(os.path.join(args.folder, "moe-large"), tensors, 200, 102400)

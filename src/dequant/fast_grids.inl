@@ -156,14 +156,12 @@ TENSORFS_TARGET void iq1_m(const std::uint8_t* src, std::size_t nblocks, float* 
         for (std::size_t g = 0; g < 8; ++g, dst += 32) {
             const std::uint8_t* low = src + 4 * g;
             const unsigned nibbles = load_u16(src + 32 + 2 * g);  // entry l: bits 4l..4l+3
-            std::uint64_t entry[4], minus[4];
-            for (unsigned l = 0; l < 4; ++l) {
-                const unsigned nibble = (nibbles >> (4 * l)) & 0xFu;
-                entry[l] = grid[low[l] | (nibble & 7u) << 8];
-                minus[l] = (nibble & 8u) != 0 ? ~std::uint64_t{0} : 0;
-            }
-            const __m256i q = grids::iq1_values(grids::four_entries(entry[0], entry[1], entry[2], entry[3]),
-                                                grids::four_entries(minus[0], minus[1], minus[2], minus[3]));
+            const auto entry = [&](unsigned l) { return grid[low[l] | ((nibbles >> (4 * l)) & 7u) << 8]; };
+            // Entry l's delta sign is bit 4l + 3: moved to bit 0 of 64-bit lane l, then 0 - bit is 0 or all ones.
+            const __m256i sign_bits = _mm256_and_si256(
+                _mm256_srlv_epi64(_mm256_set1_epi64x(nibbles), _mm256_setr_epi64x(3, 7, 11, 15)), _mm256_set1_epi64x(1));
+            const __m256i minus = _mm256_sub_epi64(_mm256_setzero_si256(), sign_bits);
+            const __m256i q = grids::iq1_values(grids::four_entries(entry(0), entry(1), entry(2), entry(3)), minus);
             const unsigned scales = packed[g / 2] >> (6 * (g % 2));
             store16(low_half(q), broadcast(odd_scale(d, scales & 7u) * 0.125f), dst);
             store16(high_half(q), broadcast(odd_scale(d, (scales >> 3) & 7u) * 0.125f), dst + 16);
