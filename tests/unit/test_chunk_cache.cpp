@@ -1,5 +1,5 @@
 // The chunk cache: byte budget, least-recently-used eviction, one decode for concurrent readers of a chunk, and
-// failed decodes that leave nothing behind.
+// failed decodes that leave nothing behind; the pool of workers that decodes ahead.
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -25,6 +25,17 @@ ChunkCache::Fill fill_with(float value, std::atomic<int>& calls, std::size_t byt
         ++calls;
         for (std::size_t i = 0; i < bytes / 4; ++i) values[i] = value;
     };
+}
+
+// Polls `done` until it holds, for up to a minute (a generous bound for a busy machine); returns whether it held.
+template <typename Condition>
+bool eventually(Condition done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
 }
 
 float first_value(const ChunkRef& chunk) {
@@ -214,24 +225,41 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(background_queue)
 
-BOOST_AUTO_TEST_CASE(runs_tasks_and_drops_when_full) {
+BOOST_AUTO_TEST_CASE(runs_tasks_and_refuses_when_full) {
     std::atomic<int> ran = 0;
-    std::atomic<bool> release = false;
+    std::atomic<bool> started = false, release = false;
     {
         BackgroundQueue queue(1, 2);
         BOOST_TEST(queue.offer([&] {
+            started = true;
             while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
             ++ran;
         }));
-        // Wait until the worker took the first task, so the queue holds exactly what follows.
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        // Once the worker holds the first task, the queue holds exactly what follows.
+        BOOST_REQUIRE(eventually([&] { return started.load(); }));
         BOOST_TEST(queue.offer([&] { ++ran; }));
         BOOST_TEST(queue.offer([&] { ++ran; }));
         BOOST_TEST(!queue.offer([&] { ++ran; }));
         release = true;
-        for (int i = 0; i < 200 && ran < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        BOOST_TEST(ran == 3);
+        BOOST_TEST(eventually([&] { return ran == 3; }));
     }
+}
+
+// As many tasks as workers run at the same time: each waits until all of them are running.
+BOOST_AUTO_TEST_CASE(every_worker_runs_a_task_at_once) {
+    constexpr int kWorkers = 3;
+    std::atomic<int> running = 0, saw_all = 0;
+    {
+        BackgroundQueue queue(kWorkers, kWorkers);
+        for (int i = 0; i < kWorkers; ++i) {
+            BOOST_TEST(queue.offer([&] {
+                ++running;
+                if (eventually([&] { return running == kWorkers; })) ++saw_all;
+            }));
+        }
+        BOOST_TEST(eventually([&] { return running == kWorkers; }));
+    }  // joins the workers
+    BOOST_TEST(saw_all == kWorkers);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
