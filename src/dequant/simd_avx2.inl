@@ -1,7 +1,8 @@
 // The AVX2 path's way of turning small integers and 16-bit floats into float32 outputs: 8 lanes per register, so
 // 16 outputs are two conversions, two products and two stores. fast_avx2.cpp includes this inside namespace
-// tensorfs::kernels::avx2, before the kernel families (fast_*.inl), which call only what is declared here and
-// in fast_common.inl. simd_avx512.inl declares the same functions for the AVX-512 path.
+// tensorfs::kernels::avx2, before the kernel families (fast_*.inl): they do their byte work with AVX2 instructions,
+// which both paths have, and produce every output through the functions here. simd_avx512.inl declares the same
+// functions for the AVX-512 path.
 //
 // Bit-exactness: a small integer converts to float exactly; each output then gets the same one product (and the
 // same one sum or difference) as in the portable kernels, rounded on its own: the project builds with
