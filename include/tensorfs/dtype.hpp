@@ -30,7 +30,8 @@ const TypeTraits* safetensors_dtype_by_name(std::string_view name);
 // The instruction sets a kernel may use, from the plainest to the widest. Every path's kernels give the same bits.
 //   portable  plain C++ for x86-64 (or any CPU)
 //   avx2      AVX2 and F16C
-//   avx512    AVX-512 F, BW, VL and DQ, with AVX2 and F16C
+//   avx512    AVX-512 F, BW, VL and DQ, with AVX2 and F16C; taken only on CPUs that also have VBMI (see
+//             kernel_path.cpp)
 enum class KernelPath { portable, avx2, avx512 };
 
 // "portable", "avx2" or "avx512".
