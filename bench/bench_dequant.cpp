@@ -1,7 +1,7 @@
-// Single-thread dequant throughput, in GB/s of float32 output, for every type the table can decode: ggml's own
-// to_float (when given the library scripts/bench-dequant builds), the portable kernel, the kernel of each fast path
-// this CPU runs, and memcpy of the same output size, measured in turns within each repetition so that every row
-// carries its own references under the machine's load of that moment. The output (~256 MB by default) is larger
+// Single-thread dequant throughput, in GB/s of float32 output per second of the thread's CPU time, for every type
+// the table can decode: ggml's own to_float (when given the library scripts/bench-dequant builds), the portable
+// kernel, the kernel of each fast path this CPU runs, and memcpy of the same output size, measured in turns within
+// each repetition so that every row carries its own references under the machine's load of that moment. The output (~256 MB by default) is larger
 // than the last-level cache, so the figures include the trip to memory. Each figure is the best of several
 // repetitions; the destination is written once beforehand so page faults are not timed. Inputs are random blocks
 // with finite f16 scales. The last column checks that ggml's floats and ours are the same (NaNs only by position).
@@ -12,7 +12,7 @@
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
+#include <ctime>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -102,11 +102,19 @@ DequantKernel own_kernel(const TypeTraits& type, KernelPath path) {
     return path == KernelPath::avx512 ? type.avx512 : type.avx2;
 }
 
+// This thread's CPU time in seconds. The machine is shared: wall time would count the moments other processes
+// hold the core, while CPU time counts only the kernel running (memory stalls included).
+double thread_seconds() {
+    timespec now{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
 template <typename Work>
 double seconds_of(Work&& work) {
-    const auto start = std::chrono::steady_clock::now();
+    const double start = thread_seconds();
     work();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return thread_seconds() - start;
 }
 
 // Best GB/s of each measurement; 0 where there is nothing to measure.
@@ -201,7 +209,8 @@ int main(int argc, char** argv) {
 
     std::printf("CPU: %s; kernel paths here: portable", cpu_model().c_str());
     for (const KernelPath path : paths) std::printf(", %s", std::string(kernel_path_name(path)).c_str());
-    std::printf(" (active: %s); output %.0f MB per run; best of %d; GB/s of float32 output, one thread\n\n",
+    std::printf(" (active: %s); output %.0f MB per run; best of %d; GB/s of float32 output per second of CPU time, "
+                "one thread\n\n",
                 std::string(kernel_path_name(active_kernel_path())).c_str(), options.output_mb, options.reps);
 
     std::string header = "| type | ggml native | portable |", rule = "|---|---:|---:|";
