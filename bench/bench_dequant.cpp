@@ -1,10 +1,11 @@
 // Single-thread dequant throughput, in GB/s of float32 output per second of the thread's CPU time, for every type
 // the table can decode: ggml's own to_float (when given the library scripts/bench-dequant builds), the portable
 // kernel, the kernel of each fast path this CPU runs, and memcpy of the same output size, measured in turns within
-// each repetition so that every row carries its own references under the machine's load of that moment. The output (~256 MB by default) is larger
-// than the last-level cache, so the figures include the trip to memory. Each figure is the best of several
-// repetitions; the destination is written once beforehand so page faults are not timed. Inputs are random blocks
-// with finite f16 scales. The last column checks that ggml's floats and ours are the same (NaNs only by position).
+// each repetition so that every row carries its own references under the machine's load of that moment. The output
+// (~256 MB by default) is larger than the last-level cache, so the figures include the trip to memory. Each figure
+// is the best of several repetitions; the destination starts on a cache line and is written once beforehand so
+// page faults are not timed. Inputs are random blocks with finite f16 scales. The last column checks that ggml's
+// floats and ours are the same (NaNs only by position).
 //
 // Usage: bench_dequant [--ggml LIBRARY] [--mb MEGABYTES] [--reps N] [--types Q4_K,Q8_0,...]
 //   LIBRARY: a shared library exporting tensorfs_bench_ggml_to_float (bench/ggml_to_float.cpp, linked to ggml)
@@ -124,23 +125,39 @@ struct Row {
     std::string same_as_ggml = "-";
 };
 
-// Counts values that differ in their bits, any NaN matching any NaN.
-std::size_t differences(const std::vector<float>& a, const std::vector<float>& b) {
-    std::size_t count = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
+// Counts the values of `count` that differ in their bits, any NaN matching any NaN.
+std::size_t differences(const float* a, const float* b, std::size_t count) {
+    std::size_t differing = 0;
+    for (std::size_t i = 0; i < count; ++i) {
         const bool same = std::bit_cast<std::uint32_t>(a[i]) == std::bit_cast<std::uint32_t>(b[i]) ||
                           (std::isnan(a[i]) && std::isnan(b[i]));
-        count += !same;
+        differing += !same;
     }
-    return count;
+    return differing;
 }
+
+// `count` floats starting on a cache line, as the read path's chunk buffers do (a large malloc starts 16 bytes past a
+// page boundary, which would split every 64-byte store), written once so that no page fault is timed.
+class OutputBuffer {
+public:
+    explicit OutputBuffer(std::size_t count) : storage_(count + kLineFloats, 1.0f) {
+        const auto address = reinterpret_cast<std::uintptr_t>(storage_.data());
+        data_ = storage_.data() + (kLineFloats - address / sizeof(float) % kLineFloats) % kLineFloats;
+    }
+    float* data() { return data_; }
+
+private:
+    static constexpr std::size_t kLineFloats = 64 / sizeof(float);
+    std::vector<float> storage_;
+    float* data_;
+};
 
 Row measure(const TypeTraits& type, GgmlToFloat ggml, const Options& options, const std::vector<char>& copy_source) {
     const auto nblocks = static_cast<std::size_t>(options.output_mb * 1e6) / (std::size_t{4} * type.block_elements);
     const std::size_t elements = nblocks * type.block_elements;
     const std::size_t output_bytes = elements * 4;
     const auto stored = test::random_blocks(type, nblocks, 42, test::Scales::finite);
-    std::vector<float> output(elements, 1.0f);  // written once: no page faults timed
+    OutputBuffer output(elements);
     const auto paths = fast_paths();
 
     auto gb_per_s = [&](double seconds) { return static_cast<double>(output_bytes) / seconds / 1e9; };
@@ -162,7 +179,7 @@ Row measure(const TypeTraits& type, GgmlToFloat ggml, const Options& options, co
         std::vector<float> ours(elements);
         active_kernel(type)(stored.data(), nblocks, ours.data());
         ggml(stored.data(), output.data(), static_cast<std::int64_t>(elements));
-        const std::size_t differing = differences(output, ours);
+        const std::size_t differing = differences(output.data(), ours.data(), elements);
         row.same_as_ggml = differing == 0 ? "yes" : std::to_string(differing) + " differ";
     }
     return row;
