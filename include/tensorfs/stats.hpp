@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace tensorfs {
 
 struct Counter {
@@ -18,6 +20,20 @@ struct FileKindCounters {
     Counter bytes;
 };
 
+// What the remote layer (HTTP, the Hub, S3) did for this mount or command; zero for local sources. Owned by Stats
+// and handed to the remote layer through SourceOptions, so it can live wherever Stats lives.
+struct RemoteCounters {
+    Counter requests;           // HTTP requests sent (each retry and redirect hop counts)
+    Counter bytes_fetched;      // body bytes received for ranges asked for
+    Counter retries;            // requests repeated after a connection error, 5xx or 429
+    Counter disk_cache_hits;    // blocks read from the disk cache
+    Counter disk_cache_misses;  // blocks that had to be fetched
+    Counter objects_changed;    // objects found changed (ETag or size) since the mount: their reads fail
+
+    // The counters as a JSON object (the "remote" group of stats.json).
+    nlohmann::ordered_json to_json() const;
+};
+
 struct Stats {
     FileKindCounters raw, dequant_f32, dequant_npy, json;
     // A wait is a read that found its chunk being decoded by another thread and took that decode (also a hit).
@@ -28,6 +44,7 @@ struct Stats {
     std::atomic<std::uint64_t> cache_bytes_in_use{0};
     std::uint64_t cache_budget = 0;
     std::uint64_t cache_chunk_bytes = 0;   // the usual size of a decoded chunk
+    RemoteCounters remote;
 
     // The counters as JSON, padded with spaces to a fixed size so that stat() of stats.json is exact.
     std::string render_json() const;

@@ -8,7 +8,9 @@
 
 #include "commands.hpp"
 #include "libfuse.hpp"
+#include "remote/http_client.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/remote_source.hpp"
 
 namespace tensorfs::cli {
 namespace {
@@ -90,7 +92,7 @@ int run(const Arguments& all) {
     if (first == "cat") return cat_command(rest);
     if (first == "stats") return stats_command(rest);
     // `tensorfs SOURCE MOUNTPOINT [-o ...]`, the form mount(8) and fstab use.
-    if (!first.starts_with("-") && !path_exists(first)) {
+    if (!first.starts_with("-") && !path_exists(first) && !is_remote_source(first)) {
         return usage_error("'" + first + "' is neither a command nor an existing SOURCE");
     }
     return mount_command(all);
@@ -102,6 +104,8 @@ int run(const Arguments& all) {
 
 int main(int argc, char** argv) {
     using namespace tensorfs::cli;
+    // Before any thread starts (libcurl's global setup is not safe to race with one).
+    tensorfs::remote::init_http();
     try {
         return run(Arguments(argv + 1, argv + argc));
     } catch (const tensorfs::InvalidSource& invalid) {

@@ -65,18 +65,21 @@ int serve(fuse_session* session, const MountOptions& options) {
 }  // namespace
 
 int run_mount(const MountOptions& options) {
+    // First: the remote layer counts into it from the moment the source is opened.
+    Stats stats;
     std::unique_ptr<Catalog> catalog;
     std::unique_ptr<Tree> tree;
     std::unique_ptr<SourceFiles> files;
     try {
-        catalog = std::make_unique<Catalog>(open_catalog(options.source));
+        SourceOptions source_options = options.source_options;
+        source_options.counters = &stats.remote;
+        catalog = std::make_unique<Catalog>(open_catalog(options.source, source_options));
         tree = std::make_unique<Tree>(*catalog);
         files = std::make_unique<SourceFiles>(*catalog);
     } catch (const InvalidSource& invalid) {
         for (const auto& problem : invalid.problems()) std::fprintf(stderr, "%s\n", problem.line().c_str());
         return 1;
     }
-    Stats stats;
     Content content(*catalog, *tree, *files, stats, options.cache_size ? options.cache_size : kDefaultCacheBudget);
 
     std::uint64_t total_bytes = 0;
