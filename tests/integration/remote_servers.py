@@ -7,7 +7,7 @@
 - FaultProxy: an HTTP proxy of our own between tensorfs and nginx that delays answers, answers 503 or 429 with
   Retry-After, cuts connections in the middle of a body, or sends fewer bytes than its Content-Length says.
 
-Ports are chosen by the OS at run time. `Remote` below names where a vector is served in each of these ways, so that
+Ports are chosen by the OS at run time. `Where` below names where a vector is served in each of these ways, so that
 the acceptance tests run once per way without copies."""
 import atexit
 import ctypes
@@ -280,16 +280,26 @@ class FaultProxy:
                 upstream.close()
 
 
-class Remote:
-    """Where a file of the test vectors is served: `source(relative)` is the SOURCE to give tensorfs."""
+class Where:
+    """Where the test vectors are read from: `source(relative)` is the SOURCE naming a vector there. Remote ones
+    start nginx at first use and point this process's environment (inherited by every tensorfs it runs) at it: the
+    test CA trusted, the Hub endpoint, a disk cache of this test process."""
 
-    def __init__(self, label, prefix, env=None):
+    def __init__(self, label, prefix, lists_folders=True):
         self.label = label
         self.prefix = prefix
-        self.env = env or {}
+        self.lists_folders = lists_folders   # a plain web server has no listing
 
     def source(self, relative):
-        return self.prefix + relative
+        if self.label != "local":
+            use_remote_environment()
+        return self.prefix() + relative
+
+
+LOCAL = Where("local", lambda: VECTORS + "/")
+HTTP = Where("http", lambda: f"http://127.0.0.1:{nginx().http}/", lists_folders=False)
+HTTPS = Where("https", lambda: f"https://127.0.0.1:{nginx().https}/", lists_folders=False)
+HUB = Where("hub", lambda: f"hf://{HUB_REPO}/")
 
 
 _nginx = None
@@ -304,16 +314,17 @@ def nginx():
     return _nginx
 
 
-def http():
-    return Remote("http", f"http://127.0.0.1:{nginx().http}/")
+_environment_cache = None
 
 
-def https():
-    return Remote("https", f"https://127.0.0.1:{nginx().https}/")
-
-
-def hub():
-    return Remote("hub", f"hf://{HUB_REPO}/", {"HF_ENDPOINT": f"http://127.0.0.1:{nginx().hub}"})
+def use_remote_environment():
+    """remote_env() for this process and its children, once; the disk cache is removed when the tests end."""
+    global _environment_cache
+    if _environment_cache is None:
+        _environment_cache = tempfile.mkdtemp(prefix="tensorfs-cache-")
+        atexit.register(shutil.rmtree, _environment_cache, True)
+        os.environ.clear()
+        os.environ.update(remote_env(_environment_cache))
 
 
 def remote_env(cache_dir, extra=None):
@@ -321,6 +332,7 @@ def remote_env(cache_dir, extra=None):
     proxy between it and 127.0.0.1, and no Hub token unless the test gives one."""
     env = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HOME")}
     env.update({"SSL_CERT_FILE": nginx().ca, "XDG_CACHE_HOME": cache_dir, "NO_PROXY": "127.0.0.1,localhost",
-                "no_proxy": "127.0.0.1,localhost", "HF_HOME": os.path.join(cache_dir, "hf")})
+                "no_proxy": "127.0.0.1,localhost", "HF_HOME": os.path.join(cache_dir, "hf"),
+                "HF_ENDPOINT": f"http://127.0.0.1:{nginx().hub}"})
     env.update(extra or {})
     return env
