@@ -147,6 +147,11 @@ http {{
             default_type application/json;
             try_files $uri/tree.json =404;
         }}
+        # A private repository (no token or a wrong one: 401) and a gated one (403), as the Hub answers them.
+        location ^~ /api/models/test-org/private/ {{ return 401; }}
+        location ^~ /test-org/private/ {{ return 401; }}
+        location ^~ /api/models/test-org/gated/ {{ return 403; }}
+        location ^~ /test-org/gated/ {{ return 403; }}
         location ~ ^/([^/]+/[^/]+)/resolve/([^/]+)/(.+)$ {{
             return 302 http://127.0.0.1:{self.cdn}/$1/$2/$3;
         }}
@@ -165,6 +170,7 @@ http {{
         if self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=30)
+        self.process.stderr.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
     def log_lines(self, name="access.log"):
