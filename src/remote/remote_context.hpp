@@ -14,18 +14,12 @@
 #include <utility>
 #include <vector>
 
+#include "block.hpp"
 #include "disk_cache.hpp"
 #include "http_client.hpp"
 #include "tensorfs/source_options.hpp"
 
 namespace tensorfs::remote {
-
-// Bytes of one block of a remote object.
-struct Block {
-    std::unique_ptr<char[]> bytes;
-    std::size_t length = 0;
-};
-using BlockPtr = std::shared_ptr<const Block>;
 
 class RemoteContext {
 public:
