@@ -111,15 +111,18 @@ RemoteObject::RemoteObject(std::shared_ptr<RemoteContext> context, std::string n
       context_(std::move(context)),
       url_(std::move(url)),
       identity_(std::move(identity)),
-      head_(std::move(head)),
-      serial_(context_->next_serial()) {}
+      serial_(context_->next_serial()),
+      head_(std::move(head)) {}
 
 void RemoteObject::read(std::uint64_t offset, std::size_t length, void* dst) const {
     if (length == 0) return;
     if (offset > size() || length > size() - offset) throw IoError(name(), "read past the end of the file");
-    if (offset + length <= head_.size()) {
-        std::memcpy(dst, head_.data() + offset, length);
-        return;
+    {
+        const std::lock_guard lock(head_mutex_);
+        if (offset + length <= head_.size()) {
+            std::memcpy(dst, head_.data() + offset, length);
+            return;
+        }
     }
     fetch(offset, length, static_cast<char*>(dst));
 }
@@ -128,6 +131,10 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
                                   std::uint64_t region_end) const {
     if (length == 0) return;
     if (offset > size() || length > size() - offset) throw IoError(name(), "read past the end of the file");
+    if (!head_dropped_.exchange(true)) {
+        const std::lock_guard lock(head_mutex_);
+        std::string().swap(head_);
+    }
     const std::uint64_t first = offset / kBlockBytes;
     const std::uint64_t last = (offset + length - 1) / kBlockBytes;
     // A reader that starts a region or goes on where a read ended gets the next blocks of the region fetched
@@ -186,10 +193,6 @@ BlockPtr RemoteObject::load_block(std::uint64_t index) const {
     loaded->length = static_cast<std::size_t>(std::min<std::uint64_t>(kBlockBytes, size() - start));
     loaded->bytes.reset(new char[loaded->length]);
     char* bytes = loaded->bytes.get();
-    if (start + loaded->length <= head_.size()) {
-        std::memcpy(bytes, head_.data() + start, loaded->length);
-        return loaded;
-    }
     const auto& folder = cache_folder();
     if (folder && context_->disk().read(*folder, index, bytes, loaded->length)) {
         context_->counters().disk_cache_hits.add(1);

@@ -63,8 +63,13 @@ private:
     std::shared_ptr<RemoteContext> context_;
     const std::string url_;
     const Identity identity_;
-    const std::string head_;            // the first bytes, fetched when opened
     const std::uint64_t serial_;
+
+    // The first bytes, fetched when opened, for the parsers' reads; let go at the first read of a tensor (parsing
+    // is over by then), so that a model of thousands of shards does not keep 64 KiB of each.
+    mutable std::mutex head_mutex_;
+    mutable std::string head_;
+    mutable std::atomic<bool> head_dropped_{false};
 
     mutable std::mutex mutex_;
     mutable std::string location_;      // where `url_` last redirected to: asked directly until it fails
