@@ -184,10 +184,14 @@ void RemoteObject::read_ahead(std::uint64_t first, std::uint64_t last) const {
 }
 
 BlockPtr RemoteObject::block(std::uint64_t index) const {
-    return context_->block(serial_, index, [this, index] { return load_block(index); });
+    bool keep_on_disk = false;
+    BlockPtr loaded = context_->block(serial_, index, [&] { return load_block(index, keep_on_disk); });
+    // Kept on disk once its readers have it: a disk that falls behind never holds a block back from them.
+    if (keep_on_disk) context_->disk().write_later(*cache_folder(), index, loaded);
+    return loaded;
 }
 
-BlockPtr RemoteObject::load_block(std::uint64_t index) const {
+BlockPtr RemoteObject::load_block(std::uint64_t index, bool& keep_on_disk) const {
     const std::uint64_t start = index * kBlockBytes;
     auto loaded = std::make_shared<Block>();
     loaded->length = static_cast<std::size_t>(std::min<std::uint64_t>(kBlockBytes, size() - start));
@@ -200,7 +204,7 @@ BlockPtr RemoteObject::load_block(std::uint64_t index) const {
     }
     context_->counters().disk_cache_misses.add(1);
     fetch(start, loaded->length, bytes);
-    if (folder) context_->disk().write_later(*folder, index, loaded);
+    keep_on_disk = folder.has_value();
     return loaded;
 }
 

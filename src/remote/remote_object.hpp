@@ -50,7 +50,9 @@ public:
 
 private:
     BlockPtr block(std::uint64_t index) const;
-    BlockPtr load_block(std::uint64_t index) const;
+    // From the disk cache or the network; `keep_on_disk` tells that it came from the network and has a place in
+    // the disk cache.
+    BlockPtr load_block(std::uint64_t index, bool& keep_on_disk) const;
     void read_ahead(std::uint64_t first, std::uint64_t last) const;
     // Whether a read at `offset` continues an earlier one (and records where this one ends).
     bool continues_a_read(std::uint64_t offset, std::uint64_t end) const;
