@@ -16,8 +16,8 @@ namespace {
 // Asked for when an object is opened: a safetensors header or the first GGUF window mostly fits.
 constexpr std::size_t kHeadBytes = 64 << 10;
 // Blocks fetched ahead of a sequential reader, and the threads that fetch them (for all objects of the process).
-constexpr std::uint64_t kReadAheadBlocks = 4;
-constexpr unsigned kReadAheadThreads = 6;
+constexpr std::uint64_t kReadAheadBlocks = 8;
+constexpr unsigned kReadAheadThreads = 8;
 constexpr std::size_t kMaxQueuedAhead = 32;
 // Where this many recent reads ended is remembered: a read that starts at one of them is sequential.
 constexpr std::size_t kRecentEnds = 32;
