@@ -38,7 +38,7 @@ std::shared_ptr<remote::RemoteContext> context_for(const std::string& source, co
                        "that may read this repository"
                      : "the Hub wants a token for it; set HF_TOKEN to a token that may read this repository";
     } else {
-        hint = "the server wants credentials (give them in the URL: https://USER:PASSWORD@HOST/...)";
+        hint = "the server wants credentials (put them in ~/.netrc for its host)";
     }
     return std::make_shared<remote::RemoteContext>(options, std::move(credentials), std::move(hint));
 }
@@ -59,6 +59,10 @@ std::filesystem::path default_cache_dir() {
 
 bool is_remote_source(const std::string& source) {
     return source.starts_with("http://") || source.starts_with("https://") || source.starts_with("hf://");
+}
+
+std::string shown_source(const std::string& source) {
+    return is_remote_source(source) ? remote::without_credentials(source) : source;
 }
 
 ResolvedSource resolve_remote(const std::string& source, const SourceOptions& options) {

@@ -439,6 +439,17 @@ class SourceErrors(unittest.TestCase):
         env["CURL_CA_BUNDLE"] = remote_servers.nginx().ca
         self.assertEqual(run("ls", source, env=env).returncode, 0)
 
+    def test_a_password_in_a_url_never_shows(self):
+        source = remote_servers.HTTP.source("gguf/mixed.gguf").replace("http://", "http://someone:hunter2@")
+        with Mount(source) as m:
+            with open("/proc/self/mountinfo") as f:
+                line = next(line for line in f if line.split()[4] == os.path.realpath(m.path))
+            self.assertNotIn("hunter2", line)
+            self.assertIn(source.replace("someone:hunter2@", ""), line)
+            with open(os.path.join(m.path, "model.json")) as f:
+                self.assertNotIn("hunter2", f.read())
+        self.assertNotIn("hunter2", self.assert_one_line(["ls", source.replace("mixed", "absent")], "404"))
+
     def test_a_web_server_folder_cannot_be_listed(self):
         source = remote_servers.HTTP.source("safetensors/sharded/")
         self.assert_one_line(["ls", source], "no listing")
