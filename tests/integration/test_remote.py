@@ -71,7 +71,7 @@ def stats_of(mount):
 def ranges_of(requests):
     """(first, last) of every ranged request."""
     found = []
-    for _, _, _, _, header in requests:
+    for _, _, _, _, header, _ in requests:
         if header.startswith("bytes="):
             first, last = header[len("bytes="):].split("-")
             found.append((int(first), int(last)))
@@ -155,6 +155,10 @@ class FetchOnlyWhatIsRead(RemoteModel):
                     self.assertGreaterEqual(first, offset - BLOCK)
                     self.assertLessEqual(last, offset + size + BLOCK)
                 self.assertTrue(all(r[2] == 206 for r in requests), requests)
+                # Every range request is conditional on the ETag the mount recorded (nginx's: "mtime-size").
+                etag = '"%x-%x"' % (int(os.stat(os.path.join(self.data, "big.safetensors")).st_mtime),
+                                    len(self.bytes))
+                self.assertEqual({r[5] for r in requests}, {etag})
                 stats = stats_of(m)
                 self.assertEqual(stats["requests"], 1 + len(requests))
                 self.assertEqual(stats["bytes_fetched"], HEAD + fetched)
@@ -390,6 +394,14 @@ class HubCredentials(unittest.TestCase):
         with open(os.path.join(home, "token"), "w") as f:
             f.write(self.SECRET + "\n")
         self.check_token_stays_with_the_hub(self.env(HF_HOME=home))
+
+    def test_a_listing_in_pages(self):
+        """The index of test-org/paged is on the second page of its listing: the folder rule must see it."""
+        result = run("info", "--json", "hf://test-org/paged", env=self.env())
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual([f["path"] for f in json.loads(result.stdout)["files"]],
+                         [f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)])
+        self.assertIn("total_size", json.loads(result.stdout)["metadata"])
 
     def test_refused_credentials_name_hf_token(self):
         for source, status in (("hf://test-org/private/model.safetensors", "401"), ("hf://test-org/gated", "403")):
