@@ -165,6 +165,15 @@ class FetchOnlyWhatIsRead(RemoteModel):
                 self.assertEqual(stats["retries"], 0)
 
 
+    def test_peeking_at_a_tensor_fetches_a_block_or_two(self):
+        m = self.mount()
+        mark = self.log_mark()
+        with open(m.tensor("b", "raw"), "rb") as f:
+            self.assertEqual(f.read(4096), self.raw_of("b")[:4096])
+        fetched = sum(r[3] for r in self.requests_since(mark))
+        self.assertLessEqual(fetched, 2 * BLOCK)
+
+
 class DiskCache(RemoteModel):
     def test_a_remount_reads_a_cached_tensor_with_no_request(self):
         m = Mount(self.url, "--cache-dir", self.cache).__enter__()
