@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import tempfile
@@ -449,9 +450,10 @@ class SourceErrors(unittest.TestCase):
                     self.assertFalse(is_mounted(folder))
 
     def test_a_server_that_cannot_be_reached(self):
-        port = remote_servers.free_port()  # nothing listens there
-        source = f"http://127.0.0.1:{port}/model.gguf"
-        self.assert_one_line(["validate", source], f"tensorfs: {source}: ", "cannot connect")
+        with socket.socket() as held:  # a port bound here and never listened on: connections are refused
+            held.bind(("127.0.0.1", 0))
+            source = f"http://127.0.0.1:{held.getsockname()[1]}/model.gguf"
+            self.assert_one_line(["validate", source], f"tensorfs: {source}: ", "cannot connect")
 
     def test_an_untrusted_certificate_is_one_clear_line(self):
         env = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "CURL_CA_BUNDLE")}
