@@ -27,8 +27,9 @@ def same_floats(expected, actual):
 
 
 def run(*args, **kwargs):
-    """Runs `tensorfs ARGS...` and returns the CompletedProcess (text output)."""
-    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120, **kwargs)
+    """Runs `tensorfs ARGS...` and returns the CompletedProcess (text output unless text=False)."""
+    kwargs.setdefault("text", True)
+    return subprocess.run([BIN, *args], capture_output=True, timeout=120, **kwargs)
 
 
 def is_mounted(path):
@@ -64,7 +65,7 @@ def wait_until(predicate, seconds=10.0):
 
 class Mount:
     """`with Mount(source) as m:` mounts SOURCE in a fresh temporary folder (m.path) and unmounts at exit,
-    also when the body failed."""
+    also when the body failed. `env`: the environment of `tensorfs mount` (default: this process's)."""
 
     def __init__(self, source, *options, env=None):
         self.source = source
