@@ -88,6 +88,7 @@ int run(const Arguments& all) {
     if (first == "ls") return ls_command(rest);
     if (first == "info") return info_command(rest);
     if (first == "cat") return cat_command(rest);
+    if (first == "convert") return convert_command(rest);
     if (first == "stats") return stats_command(rest);
     // `tensorfs SOURCE MOUNTPOINT [-o ...]`, the form mount(8) and fstab use.
     if (!first.starts_with("-") && !path_exists(first)) {
