@@ -44,7 +44,8 @@ class SafetensorsFile:
         self.metadata = header.pop("__metadata__", None)
         if self.metadata is not None:
             check(isinstance(self.metadata, dict), "__metadata__ is not an object")
-            check(all(isinstance(v, str) for v in self.metadata.values()), "__metadata__ holds a value that is not a string")
+            check(all(isinstance(v, str) for v in self.metadata.values()),
+                  "__metadata__ holds a value that is not a string")
         self.data_start = 8 + length
         data_size = len(data) - self.data_start
         self.tensors = []

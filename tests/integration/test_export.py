@@ -74,8 +74,8 @@ class EveryModelEveryDtype(unittest.TestCase):
             names = [t[0] for t in parsed.tensors]
             self.assertEqual(len(names), model["tensor_count"])
             folder_of = {name: model["renamed"].get(name, name) for name in names}
-            self.assertEqual(sorted(folder_of.values()),
-                             sorted(n for n in os.listdir(m.path) if n not in ("model.json", "model.safetensors", ".tensorfs")))
+            root = set(os.listdir(m.path)) - {"model.json", "model.safetensors", ".tensorfs"}
+            self.assertEqual(sorted(folder_of.values()), sorted(root))
             metas = [json.loads(read(m.tensor(folder_of[n], "meta.json"))) for n in names]
             listed = json.loads(run("ls", "--json", source).stdout)
             self.assertEqual(names, [t["name"] for t in listed])
@@ -225,7 +225,8 @@ class Convert(unittest.TestCase):
             os.close(leader)
         # The last redraw of the line: bytes, share, rate and the time it took; then the line ends.
         last = text.decode().split("\r")[-2] if text.endswith(b"\r\n") else text.decode().split("\r")[-1]
-        self.assertRegex(last, rf"^writing {out}: [0-9.]+ MiB of [0-9.]+ MiB \(100%\), [0-9.]+ [KMG]iB/s, 0:[0-9][0-9]\x1b\[K")
+        self.assertRegex(last, rf"^writing {out}: [0-9.]+ MiB of [0-9.]+ MiB \(100%\), [0-9.]+ [KMG]iB/s, "
+                               r"0:[0-9][0-9]\x1b\[K")
         self.assertTrue(text.endswith(b"\n"))
         result = run("convert", self.source, out)   # stderr a pipe: nothing
         self.assertEqual((result.returncode, result.stderr), (0, ""))

@@ -15,7 +15,8 @@ TENSOR_FILES = ["dequant.bf16", "dequant.f16", "dequant.f32", "dequant.npy", "me
 LONG_UTF8 = "é" * 200  # 400 bytes of two-byte characters: the cut must not split one
 HOSTILE_NAMES = [
     "plain.weight", "a/b", "/abs", "a/../../b", "../escape", "..", ".", "x\0y", "\0", ".hidden", ".tensorfs",
-    "model.json", "model.safetensors", "model.safetensors.x", "%2F", "%", "100%", "n" * 300, "/" * 300, LONG_UTF8, "raw", "meta.json",
+    "model.json", "model.safetensors", "model.safetensors.x", "%2F", "%", "100%", "n" * 300, "/" * 300, LONG_UTF8,
+    "raw", "meta.json",
 ]
 
 

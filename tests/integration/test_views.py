@@ -131,7 +131,8 @@ class EdgeValues(unittest.TestCase):
             bf16 = np.fromfile(m.tensor("edges", "dequant.bf16"), dtype="<u2")
         script = ("import sys, numpy as np, torch\n"
                   "v = np.fromfile(sys.argv[1], dtype='<f4')\n"
-                  "sys.stdout.buffer.write(torch.from_numpy(v).to(torch.bfloat16).view(torch.int16).numpy().tobytes())\n")
+                  "bits = torch.from_numpy(v).to(torch.bfloat16).view(torch.int16)\n"
+                  "sys.stdout.buffer.write(bits.numpy().tobytes())\n")
         values_file = os.path.join(self.folder, "values.f32")
         self.values.tofile(values_file)
         env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}

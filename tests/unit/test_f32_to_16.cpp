@@ -41,7 +41,8 @@ std::vector<float> boundary_values() {
         const std::uint32_t shift = 126 - exponent;
         for (std::uint32_t kept = 0; kept <= (0xFFFFFFu >> shift); ++kept) {
             for (const std::int64_t delta : {-1, 0, 1}) {
-                const std::int64_t significand = (std::int64_t{kept} << shift) + (std::int64_t{1} << (shift - 1)) + delta;
+                const std::int64_t half_way = (std::int64_t{kept} << shift) + (std::int64_t{1} << (shift - 1));
+                const std::int64_t significand = half_way + delta;
                 if (significand < 0x800000 || significand > 0xFFFFFF) continue;
                 const auto bits = exponent << 23 | (static_cast<std::uint32_t>(significand) & 0x7FFFFFu);
                 values.push_back(from_bits(bits));
