@@ -2,19 +2,22 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "tensorfs/dtype.hpp"
+#include "tensorfs/source_object.hpp"
 
 namespace tensorfs {
 
 struct SourceFile {
-    std::string path;      // as opened (absolute or relative to the working directory)
+    std::string path;      // how messages name it: as opened (a path as given, or a URL)
     std::string display;   // relative to the mounted SOURCE's folder: what meta.json and model.json show
     std::uint64_t size = 0;
+    std::shared_ptr<const SourceObject> object;  // the file, opened while its header was read
 };
 
 struct Tensor {

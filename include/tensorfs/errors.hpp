@@ -33,6 +33,8 @@ class Problems {
 public:
     void add(std::string file, std::string what, std::optional<std::uint64_t> at_byte = std::nullopt);
     bool empty() const { return list_.empty(); }
+    // Moves the problems of `other` after these (to report problems found in parallel in a fixed order).
+    void add_all(Problems&& other);
     // Throws InvalidSource when anything was added.
     void throw_if_any();
 
@@ -40,10 +42,19 @@ private:
     std::vector<Problem> list_;
 };
 
-// A read of a source file that could not be served (short read, I/O error): EIO at the FUSE border.
+// A read of a source file that could not be served (short read, I/O or network error): EIO at the FUSE border.
 class IoError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
+    // A failed read of `file`: what() is "FILE: REASON", reason() is REASON alone (for messages that name the
+    // file themselves, such as a parser's problems).
+    IoError(const std::string& file, const std::string& reason)
+        : std::runtime_error(file + ": " + reason), reason_(reason) {}
+
+    const char* reason() const noexcept { return reason_.empty() ? what() : reason_.c_str(); }
+
+private:
+    std::string reason_;
 };
 
 }  // namespace tensorfs

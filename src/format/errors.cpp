@@ -35,6 +35,11 @@ void Problems::add(std::string file, std::string what, std::optional<std::uint64
     list_.push_back(Problem{std::move(file), std::move(what), at_byte});
 }
 
+void Problems::add_all(Problems&& other) {
+    for (auto& problem : other.list_) list_.push_back(std::move(problem));
+    other.list_.clear();
+}
+
 void Problems::throw_if_any() {
     if (!list_.empty()) throw InvalidSource(std::move(list_));
 }

@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // The parts in order as one Catalog; a tensor name found in two parts is refused, naming both.
-Catalog assemble(std::vector<gguf::GgufFile> parts) {
+// `names`: each part's name relative to the source's folder.
+Catalog assemble(std::vector<gguf::GgufFile> parts, std::vector<std::string> names) {
     Catalog catalog;
     catalog.format = "gguf";
     catalog.metadata = std::move(parts.front().metadata.values);
@@ -27,7 +28,7 @@ Catalog assemble(std::vector<gguf::GgufFile> parts) {
     std::unordered_map<std::string, std::uint32_t> file_of_name;
     for (std::uint32_t index = 0; index < parts.size(); ++index) {
         auto& part = parts[index];
-        catalog.files.push_back(SourceFile{part.path, fs::path(part.path).filename().string(), part.size});
+        catalog.files.push_back(SourceFile{part.path, std::move(names[index]), part.size, std::move(part.object)});
         for (auto& tensor : part.tensors) {
             if (const auto [seen, added] = file_of_name.emplace(tensor.name, index); !added) {
                 problems.add(part.path, "tensor " + gguf::in_quotes(tensor.name) + " is also in " +
@@ -44,15 +45,22 @@ Catalog assemble(std::vector<gguf::GgufFile> parts) {
 
 }  // namespace
 
-Catalog open_gguf(const fs::path& file) {
-    gguf::GgufFile given = gguf::read_gguf_file(file.string());
+Catalog open_gguf(const SourceFolder& folder, const std::string& name) {
+    gguf::GgufFile given = gguf::read_gguf_file(folder.open(name));
     std::vector<gguf::GgufFile> parts;
+    std::vector<std::string> names;
     if (gguf::is_split_part(given, given.path)) {
-        parts = gguf::read_split_parts(std::move(given), file);
+        parts = gguf::read_split_parts(std::move(given), folder, name);
+        const auto split = gguf::parse_split_name(fs::path(name).filename().string());
+        const fs::path folder_part = fs::path(name).parent_path();
+        for (std::uint64_t part = 1; part <= parts.size(); ++part) {
+            names.push_back((folder_part / gguf::split_file_name(split->prefix, part, parts.size())).generic_string());
+        }
     } else {
         parts.push_back(std::move(given));
+        names.push_back(name);
     }
-    return assemble(std::move(parts));
+    return assemble(std::move(parts), std::move(names));
 }
 
 }  // namespace tensorfs

@@ -171,11 +171,13 @@ bool describe_tensor(const TensorInfo& info, std::uint64_t alignment, const std:
 }
 
 // The whole reading; problems that do not stop it go into `problems`.
-GgufFile read_file(const std::string& path, Problems& problems) {
-    HeaderReader reader(path);
+GgufFile read_file(std::shared_ptr<const SourceObject> object, Problems& problems) {
+    HeaderReader reader(*object);
     GgufFile file;
-    file.path = path;
+    file.path = object->name();
     file.size = reader.size();
+    file.object = std::move(object);
+    const std::string& path = file.path;
     read_magic(reader);
     file.version = read_version(reader);
     const std::uint64_t tensor_count = read_count(reader, "tensor", kMinTensorInfoBytes);
@@ -244,10 +246,10 @@ GgufFile read_file(const std::string& path, Problems& problems) {
 
 }  // namespace
 
-GgufFile read_gguf_file(const std::string& path) {
+GgufFile read_gguf_file(std::shared_ptr<const SourceObject> file) {
     Problems problems;
     try {
-        return read_file(path, problems);
+        return read_file(std::move(file), problems);
     } catch (const InvalidSource& stopped) {
         // What stopped the reading comes after what was found before it (throw_if_any leaves `problems` empty).
         if (problems.empty()) throw;

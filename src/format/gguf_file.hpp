@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,7 +12,8 @@
 namespace tensorfs::gguf {
 
 struct GgufFile {
-    std::string path;
+    std::string path;                 // how messages name it
+    std::shared_ptr<const SourceObject> object;
     std::uint64_t size = 0;
     std::uint32_t version = 0;
     std::uint64_t alignment = 0;
@@ -20,9 +22,9 @@ struct GgufFile {
     std::vector<Tensor> tensors;    // in file order; offsets absolute, `file` left 0 for the caller to set
 };
 
-// Reads and checks the file at `path`. Throws InvalidSource with every problem found: what stops the reading
+// Reads and checks `file`. Throws InvalidSource with every problem found: what stops the reading
 // (bad magic, unsupported version, a count or length the file cannot hold, a truncated header) alone, the
 // others (duplicate names, bad shapes or types, misplaced data) all together.
-GgufFile read_gguf_file(const std::string& path);
+GgufFile read_gguf_file(std::shared_ptr<const SourceObject> file);
 
 }  // namespace tensorfs::gguf

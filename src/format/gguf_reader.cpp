@@ -1,11 +1,6 @@
 #include "gguf_reader.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <optional>
 
@@ -14,8 +9,10 @@
 namespace tensorfs::gguf {
 namespace {
 
-// Small reads (the many scalars and short strings of a header) are served from a window of this size.
-constexpr std::uint64_t kWindowBytes = 64 * 1024;
+// Small reads (the many scalars and short strings of a header) are served from a window: 64 KiB first, then
+// twice the last size up to 16 MiB, so that a header of any size takes few reads (range requests when remote).
+constexpr std::uint64_t kFirstWindowBytes = 64 * 1024;
+constexpr std::uint64_t kLargestWindowBytes = 16 * 1024 * 1024;
 
 // ggml's limit on one string, so that a single string field cannot claim gigabytes of memory.
 constexpr std::uint64_t kMaxStringBytes = std::uint64_t{1} << 30;
@@ -29,25 +26,10 @@ constexpr std::uint64_t kMaxStringBytes = std::uint64_t{1} << 30;
 
 }  // namespace
 
-HeaderReader::HeaderReader(std::string path) : path_(std::move(path)) {
-    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) refuse(path_, std::string("cannot open: ") + std::strerror(errno), std::nullopt);
-    struct stat info {};
-    if (::fstat(fd_, &info) != 0) {
-        const int error = errno;
-        ::close(fd_);
-        refuse(path_, std::string("cannot stat: ") + std::strerror(error), std::nullopt);
-    }
-    if (!S_ISREG(info.st_mode)) {
-        ::close(fd_);
-        refuse(path_, "not a regular file", std::nullopt);
-    }
-    size_ = static_cast<std::uint64_t>(info.st_size);
-}
+HeaderReader::HeaderReader(const SourceObject& file)
+    : file_(file), size_(file.size()), next_window_bytes_(kFirstWindowBytes) {}
 
-HeaderReader::~HeaderReader() { ::close(fd_); }
-
-void HeaderReader::fail(const std::string& what, std::uint64_t at_byte) const { refuse(path_, what, at_byte); }
+void HeaderReader::fail(const std::string& what, std::uint64_t at_byte) const { refuse(path(), what, at_byte); }
 
 std::string HeaderReader::read_string(std::string_view what) {
     const std::uint64_t at = position_;
@@ -90,28 +72,24 @@ void HeaderReader::copy(void* dst, std::uint64_t length, std::string_view what) 
             out += take;
             position_ += take;
             length -= take;
-        } else if (length >= kWindowBytes) {
-            pread_exact(out, length, position_);  // a big string: straight into its destination
+        } else if (length >= next_window_bytes_) {
+            read_exact(out, length, position_);  // a big string: straight into its destination
             position_ += length;
             length = 0;
         } else {
-            window_.resize(std::min(kWindowBytes, remaining()));
+            window_.resize(std::min(next_window_bytes_, remaining()));
             window_start_ = position_;
-            pread_exact(window_.data(), window_.size(), window_start_);
+            read_exact(window_.data(), window_.size(), window_start_);
+            next_window_bytes_ = std::min(next_window_bytes_ * 2, kLargestWindowBytes);
         }
     }
 }
 
-void HeaderReader::pread_exact(void* dst, std::uint64_t length, std::uint64_t offset) const {
-    auto* out = static_cast<char*>(dst);
-    while (length > 0) {
-        const ssize_t got = ::pread(fd_, out, length, static_cast<off_t>(offset));
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0) fail(std::string("cannot read: ") + std::strerror(errno), offset);
-        if (got == 0) fail("file shrank while its header was being read", offset);
-        out += got;
-        offset += static_cast<std::uint64_t>(got);
-        length -= static_cast<std::uint64_t>(got);
+void HeaderReader::read_exact(void* dst, std::uint64_t length, std::uint64_t offset) const {
+    try {
+        file_.read(offset, static_cast<std::size_t>(length), dst);
+    } catch (const IoError& error) {
+        fail(std::string("cannot read: ") + error.reason(), offset);
     }
 }
 

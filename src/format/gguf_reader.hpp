@@ -1,7 +1,7 @@
 // Bounded reading of a GGUF file's header. The file's size is known from the start and every read is checked
 // against it, so a number read from the file can never make us read past its end or size a buffer larger than
-// what is left of the file. Reads go through pread and a small window: the header is read without loading the
-// (possibly tens of GB) file.
+// what is left of the file. Reads go through a window that doubles each time it moves on: the header is read
+// without loading the (possibly tens of GB) file, and a remote file's header in a few growing range requests.
 #pragma once
 
 #include <bit>
@@ -11,19 +11,19 @@
 #include <string_view>
 #include <vector>
 
+#include "tensorfs/source_object.hpp"
+
 namespace tensorfs::gguf {
 
 static_assert(std::endian::native == std::endian::little, "GGUF fields are little-endian; this reader copies them");
 
 class HeaderReader {
 public:
-    // Opens `path` read-only. Throws InvalidSource when it cannot be opened or measured.
-    explicit HeaderReader(std::string path);
-    ~HeaderReader();
+    explicit HeaderReader(const SourceObject& file);
     HeaderReader(const HeaderReader&) = delete;
     HeaderReader& operator=(const HeaderReader&) = delete;
 
-    const std::string& path() const { return path_; }
+    const std::string& path() const { return file_.name(); }
     std::uint64_t size() const { return size_; }
     std::uint64_t position() const { return position_; }
     std::uint64_t remaining() const { return size_ - position_; }
@@ -47,14 +47,14 @@ public:
 
 private:
     void copy(void* dst, std::uint64_t length, std::string_view what);
-    void pread_exact(void* dst, std::uint64_t length, std::uint64_t offset) const;
+    void read_exact(void* dst, std::uint64_t length, std::uint64_t offset) const;
 
-    std::string path_;
-    int fd_ = -1;
+    const SourceObject& file_;
     std::uint64_t size_ = 0;
     std::uint64_t position_ = 0;
     std::vector<std::uint8_t> window_;   // bytes [window_start_, window_start_ + window_.size()) of the file
     std::uint64_t window_start_ = 0;
+    std::uint64_t next_window_bytes_;    // the size of the next window: doubles up to a limit
 };
 
 // `text` between single quotes, with control bytes, quotes and backslashes written as \xNN, so that a name from a

@@ -2,8 +2,9 @@
 
 #include <charconv>
 #include <cstdio>
-#include <system_error>
+#include <filesystem>
 
+#include "in_parallel.hpp"
 #include "tensorfs/errors.hpp"
 
 namespace tensorfs::gguf {
@@ -74,9 +75,11 @@ bool is_split_part(const GgufFile& file, const std::string& path) {
     return count && *count > 1;
 }
 
-std::vector<GgufFile> read_split_parts(GgufFile given, const fs::path& given_path) {
+std::vector<GgufFile> read_split_parts(GgufFile given, const SourceFolder& folder, const std::string& given_name) {
     const SplitKeys keys = split_keys(given);
+    const fs::path given_path(given_name);
     const std::string file_name = given_path.filename().string();
+    const std::string& given_full_name = given.path;
     const auto name = parse_split_name(file_name);
     const auto expected_name = [&](const std::string& prefix) {
         return split_file_name(prefix, static_cast<std::uint64_t>(keys.no) + 1,
@@ -96,42 +99,46 @@ std::vector<GgufFile> read_split_parts(GgufFile given, const fs::path& given_pat
         problems.throw_if_any();
     }
 
-    Problems problems;
-    std::vector<GgufFile> parts;
-    std::uint64_t tensors_in_parts = 0;
+    // Part k (from 1) goes to parts[k - 1]; a missing or broken part leaves an empty GgufFile (no object).
     const auto count = static_cast<std::uint64_t>(keys.count);
-    for (std::uint64_t part = 1; part <= count; ++part) {
-        if (part == name->part) {
-            tensors_in_parts += given.tensors.size();
-            parts.push_back(std::move(given));
-            continue;
-        }
-        const std::string path = (given_path.parent_path() / split_file_name(name->prefix, part, count)).string();
-        std::error_code error;
-        if (!fs::exists(path, error)) {
-            problems.add(path, "part " + std::to_string(part) + " of " + std::to_string(count) +
-                                   " of the split model is missing (given: " + given_path.string() + ")");
-            continue;
-        }
+    std::vector<GgufFile> parts(count);
+    std::vector<Problems> found(count);
+    in_parallel(count, folder.parallel_reads(), [&](std::size_t index) {
+        const std::uint64_t part = index + 1;
+        if (part == name->part) return;
+        const std::string relative = (given_path.parent_path() / split_file_name(name->prefix, part, count)).string();
+        Problems& problems = found[index];
         try {
-            GgufFile file = read_gguf_file(path);
+            auto object = folder.open_if_exists(relative);
+            if (object == nullptr) {
+                problems.add(folder.name_of(relative), "part " + std::to_string(part) + " of " +
+                                                           std::to_string(count) +
+                                                           " of the split model is missing (given: " +
+                                                           given_full_name + ")");
+                return;
+            }
+            GgufFile file = read_gguf_file(std::move(object));
             const SplitKeys its = split_keys(file);
             if (its.count != keys.count || its.no != static_cast<std::int64_t>(part - 1) ||
                 its.tensors_count != keys.tensors_count) {
-                problems.add(path, "is not part " + std::to_string(part) + " of the split model of " +
-                                       given_path.string() + ": it says split.no = " + std::to_string(its.no) +
-                                       ", split.count = " + std::to_string(its.count) + ", split.tensors.count = " +
-                                       std::to_string(its.tensors_count) + " where this part must say " +
-                                       std::to_string(part - 1) + ", " + std::to_string(keys.count) + ", " +
-                                       std::to_string(keys.tensors_count));
-                continue;
+                problems.add(file.path, "is not part " + std::to_string(part) + " of the split model of " +
+                                            given_full_name + ": it says split.no = " + std::to_string(its.no) +
+                                            ", split.count = " + std::to_string(its.count) +
+                                            ", split.tensors.count = " + std::to_string(its.tensors_count) +
+                                            " where this part must say " + std::to_string(part - 1) + ", " +
+                                            std::to_string(keys.count) + ", " + std::to_string(keys.tensors_count));
+                return;
             }
-            tensors_in_parts += file.tensors.size();
-            parts.push_back(std::move(file));
+            parts[index] = std::move(file);
         } catch (const InvalidSource& invalid) {
             for (const auto& problem : invalid.problems()) problems.add(problem.file, problem.what, problem.at_byte);
         }
-    }
+    });
+    Problems problems;
+    for (auto& part_problems : found) problems.add_all(std::move(part_problems));
+    std::uint64_t tensors_in_parts = given.tensors.size();
+    for (const auto& part : parts) tensors_in_parts += part.tensors.size();
+    parts[name->part - 1] = std::move(given);
     if (problems.empty() && tensors_in_parts != static_cast<std::uint64_t>(keys.tensors_count)) {
         problems.add(parts.front().path, "split.tensors.count says " + std::to_string(keys.tensors_count) +
                                              " tensors but the " + std::to_string(count) + " parts hold " +

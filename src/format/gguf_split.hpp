@@ -3,13 +3,13 @@
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "gguf_file.hpp"
+#include "tensorfs/source_object.hpp"
 
 namespace tensorfs::gguf {
 
@@ -28,9 +28,9 @@ std::string split_file_name(std::string_view prefix, std::uint64_t part, std::ui
 // True when `file` says it is one part of several (split.count > 1).
 bool is_split_part(const GgufFile& file, const std::string& path);
 
-// Every part of the split set that `given` (read from `given_path`) belongs to, read, checked and in order.
-// Throws InvalidSource naming the file when a part is missing, belongs to another set, or when the parts'
-// tensors do not add up to split.tensors.count.
-std::vector<GgufFile> read_split_parts(GgufFile given, const std::filesystem::path& given_path);
+// Every part of the split set that `given` (the file `given_name` of `folder`) belongs to, read, checked and in
+// order; the other parts are read in parallel. Throws InvalidSource naming the file when a part is missing,
+// belongs to another set, or when the parts' tensors do not add up to split.tensors.count.
+std::vector<GgufFile> read_split_parts(GgufFile given, const SourceFolder& folder, const std::string& given_name);
 
 }  // namespace tensorfs::gguf

@@ -1,10 +1,13 @@
-// SOURCE dispatch: which parser reads what, as the contract's "Sources that can be mounted" table says.
+// SOURCE dispatch: which parser reads what, as the contract's "Sources that can be mounted" table says. A SOURCE
+// names a folder, or a file in a folder; the parsers open the files they need through that folder, wherever it
+// lives.
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
 
 #include "formats.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/local_folder.hpp"
 #include "tensorfs/open_source.hpp"
 
 namespace tensorfs {
@@ -23,56 +26,68 @@ bool ends_with(const std::string& text, std::string_view suffix) {
     throw InvalidSource({});  // unreachable: throw_if_any threw
 }
 
-// The regular files of `folder` whose names end with `suffix`, sorted by name.
-std::vector<fs::path> files_ending_with(const fs::path& folder, std::string_view suffix) {
-    std::vector<fs::path> found;
-    std::error_code error;
-    for (const auto& entry : fs::directory_iterator(folder, error)) {
-        if (entry.is_regular_file(error) && ends_with(entry.path().filename().string(), suffix)) {
-            found.push_back(entry.path());
-        }
-    }
-    if (error) refuse(folder.string(), "cannot list folder: " + error.message());
-    std::sort(found.begin(), found.end());
+// The names in `names` that end with `suffix`, in order.
+std::vector<std::string> ending_with(const std::vector<std::string>& names, std::string_view suffix) {
+    std::vector<std::string> found;
+    std::copy_if(names.begin(), names.end(), std::back_inserter(found),
+                 [&](const std::string& name) { return ends_with(name, suffix); });
     return found;
 }
 
-Catalog open_folder(const fs::path& folder) {
-    const auto indexes = files_ending_with(folder, ".safetensors.index.json");
-    if (indexes.size() == 1) return open_safetensors_index(indexes.front());
+// What a SOURCE names: a folder, or one file in it.
+struct ResolvedSource {
+    std::unique_ptr<SourceFolder> folder;
+    std::string file;  // empty: the folder itself
+};
+
+ResolvedSource resolve_local(const std::string& source) {
+    const fs::path path(source);
+    std::error_code error;
+    const auto status = fs::status(path, error);
+    if (error || !fs::exists(status)) refuse(source, "no such file or folder");
+    if (fs::is_directory(status)) return {std::make_unique<LocalFolder>(path), {}};
+    if (!fs::is_regular_file(status)) refuse(source, "not a regular file or folder");
+    return {std::make_unique<LocalFolder>(path.parent_path()), path.filename().string()};
+}
+
+Catalog open_folder(const SourceFolder& folder) {
+    const std::string name = folder.name();
+    const auto names = folder.list();
+    const auto indexes = ending_with(names, ".safetensors.index.json");
+    if (indexes.size() == 1) return open_safetensors_index(folder, indexes.front());
     if (indexes.size() > 1) {
-        refuse(folder.string(), "folder holds " + std::to_string(indexes.size()) +
-                                    " *.safetensors.index.json files; name the one to mount");
+        refuse(name, "folder holds " + std::to_string(indexes.size()) +
+                         " *.safetensors.index.json files; name the one to mount");
     }
-    const auto shards = files_ending_with(folder, ".safetensors");
-    if (!shards.empty()) return open_safetensors_files(shards, folder);
-    const auto ggufs = files_ending_with(folder, ".gguf");
+    const auto shards = ending_with(names, ".safetensors");
+    if (!shards.empty()) return open_safetensors_files(folder, shards);
+    const auto ggufs = ending_with(names, ".gguf");
     if (!ggufs.empty()) {
         // A folder of one GGUF model: one file or the parts of one split set (open_gguf finds the siblings
         // and refuses parts that do not belong together).
-        Catalog catalog = open_gguf(ggufs.front());
+        Catalog catalog = open_gguf(folder, ggufs.front());
         if (catalog.files.size() != ggufs.size()) {
-            refuse(folder.string(), "folder holds " + std::to_string(ggufs.size()) +
-                                        " GGUF files that are not one split model; name the file to mount");
+            refuse(name, "folder holds " + std::to_string(ggufs.size()) +
+                             " GGUF files that are not one split model; name the file to mount");
         }
         return catalog;
     }
-    refuse(folder.string(), "folder holds no *.safetensors, *.safetensors.index.json or *.gguf file");
+    refuse(name, "folder holds no *.safetensors, *.safetensors.index.json or *.gguf file");
+}
+
+Catalog open_file(const SourceFolder& folder, const std::string& file) {
+    if (ends_with(file, ".safetensors.index.json")) return open_safetensors_index(folder, file);
+    if (ends_with(file, ".gguf")) return open_gguf(folder, file);
+    if (ends_with(file, ".safetensors")) return open_safetensors_files(folder, {file});
+    refuse(folder.name_of(file),
+           "unknown kind of source: expected *.safetensors, *.safetensors.index.json, *.gguf or a folder");
 }
 
 }  // namespace
 
 Catalog open_catalog(const std::string& source) {
-    const fs::path path(source);
-    std::error_code error;
-    const auto status = fs::status(path, error);
-    if (error || !fs::exists(status)) refuse(source, "no such file or folder");
-    if (fs::is_directory(status)) return open_folder(path);
-    if (!fs::is_regular_file(status)) refuse(source, "not a regular file or folder");
-    if (ends_with(source, ".safetensors.index.json")) return open_safetensors_index(path);
-    if (ends_with(source, ".gguf")) return open_gguf(path);
-    if (ends_with(source, ".safetensors")) return open_safetensors_files({path}, path.parent_path());
-    refuse(source, "unknown kind of source: expected *.safetensors, *.safetensors.index.json, *.gguf or a folder");
+    const ResolvedSource resolved = resolve_local(source);
+    return resolved.file.empty() ? open_folder(*resolved.folder) : open_file(*resolved.folder, resolved.file);
 }
 
 }  // namespace tensorfs

@@ -3,13 +3,7 @@
 // then the data section, which the tensors, sorted by offset, must cover exactly.
 #include "safetensors_header.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <new>
 #include <string_view>
 #include <tuple>
@@ -22,41 +16,6 @@ namespace {
 
 constexpr std::uint64_t kLengthBytes = 8;
 constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;  // the reference's MAX_HEADER_SIZE
-
-// A read-only file descriptor, closed on scope exit.
-class OpenFile {
-public:
-    explicit OpenFile(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {}
-    ~OpenFile() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    OpenFile(const OpenFile&) = delete;
-    OpenFile& operator=(const OpenFile&) = delete;
-
-    int fd() const { return fd_; }
-
-    // Fills `length` bytes from `offset`; false (errno set, or 0 at an early end of file) when it cannot.
-    bool read_exactly(void* buffer, std::size_t length, std::uint64_t offset) const {
-        auto* out = static_cast<char*>(buffer);
-        while (length > 0) {
-            const ssize_t got = ::pread(fd_, out, length, static_cast<off_t>(offset));
-            if (got < 0 && errno == EINTR) continue;
-            if (got <= 0) {
-                if (got == 0) errno = 0;
-                return false;
-            }
-            out += got;
-            length -= static_cast<std::size_t>(got);
-            offset += static_cast<std::uint64_t>(got);
-        }
-        return true;
-    }
-
-private:
-    int fd_;
-};
-
-std::string io_error_text() { return errno == 0 ? std::string("the file ended early") : std::strerror(errno); }
 
 std::string shape_text(const std::vector<std::uint64_t>& shape) {
     std::string text = "[";
@@ -93,17 +52,12 @@ std::optional<std::vector<std::uint64_t>> unsigned_list(const nlohmann::json& va
 
 class HeaderChecker {
 public:
-    HeaderChecker(const std::string& path, Problems& problems) : path_(path), problems_(problems) {}
+    HeaderChecker(const SourceObject& file, Problems& problems)
+        : file_(file), path_(file.name()), problems_(problems) {}
 
     std::optional<Header> run() {
-        const OpenFile file(path_);
-        if (file.fd() < 0) return fail("cannot open: " + std::string(std::strerror(errno)));
-        struct stat status {};
-        if (::fstat(file.fd(), &status) != 0) return fail("cannot stat: " + std::string(std::strerror(errno)));
-        if (!S_ISREG(status.st_mode)) return fail("not a regular file");
-        header_.file_size = static_cast<std::uint64_t>(status.st_size);
-
-        const auto text = read_header_text(file);
+        header_.file_size = file_.size();
+        const auto text = read_header_text();
         if (!text) return std::nullopt;
         if (const auto bad = find_invalid_utf8(*text)) {
             return fail("header is not valid UTF-8", kLengthBytes + *bad);
@@ -159,17 +113,14 @@ private:
     }
 
     // The length prefix checked against the limit and the file size before the one read it sizes.
-    std::optional<std::string> read_header_text(const OpenFile& file) {
+    std::optional<std::string> read_header_text() {
         const std::uint64_t size = header_.file_size;
         if (size < kLengthBytes) {
             fail("file is " + std::to_string(size) + " bytes, too short for the 8-byte header length");
             return std::nullopt;
         }
         unsigned char prefix[kLengthBytes];
-        if (!file.read_exactly(prefix, kLengthBytes, 0)) {
-            fail("cannot read the header length: " + io_error_text(), 0);
-            return std::nullopt;
-        }
+        if (!read_exactly(prefix, kLengthBytes, 0, "the header length")) return std::nullopt;
         std::uint64_t length = 0;
         for (std::size_t i = 0; i < kLengthBytes; ++i) length |= static_cast<std::uint64_t>(prefix[i]) << (8 * i);
         if (length > kMaxHeaderBytes) {
@@ -185,13 +136,21 @@ private:
             return std::nullopt;
         }
         std::string text(length, '\0');
-        if (!file.read_exactly(text.data(), length, kLengthBytes)) {
-            fail("cannot read the header: " + io_error_text(), kLengthBytes);
-            return std::nullopt;
-        }
+        if (!read_exactly(text.data(), length, kLengthBytes, "the header")) return std::nullopt;
         data_start_ = kLengthBytes + length;
         data_size_ = size - data_start_;
         return text;
+    }
+
+    // False, with a problem, when the bytes cannot be read.
+    bool read_exactly(void* dst, std::size_t length, std::uint64_t offset, const char* what) {
+        try {
+            file_.read(offset, length, dst);
+            return true;
+        } catch (const IoError& error) {
+            fail(std::string("cannot read ") + what + ": " + error.reason(), offset);
+            return false;
+        }
     }
 
     // "__metadata__": an object of strings; null counts as absent, as the reference's Option does.
@@ -341,6 +300,7 @@ private:
         }
     }
 
+    const SourceObject& file_;
     const std::string& path_;
     Problems& problems_;
     bool broken_ = false;
@@ -352,13 +312,13 @@ private:
 
 }  // namespace
 
-std::optional<Header> read_header(const std::string& path, Problems& problems) {
+std::optional<Header> read_header(const SourceObject& file, Problems& problems) {
     try {
-        return HeaderChecker(path, problems).run();
+        return HeaderChecker(file, problems).run();
     } catch (const std::bad_alloc&) {
         // A header near the 100 MB limit parses into a document several times its size; under a memory limit
         // (ulimit -v) that is one clear line, not an abort.
-        problems.add(path, "not enough memory to read its header");
+        problems.add(file.name(), "not enough memory to read its header");
         return std::nullopt;
     }
 }

@@ -10,6 +10,7 @@
 
 #include "tensorfs/catalog.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/source_object.hpp"
 
 namespace tensorfs::safetensors {
 
@@ -19,8 +20,8 @@ struct Header {
     nlohmann::json metadata = nlohmann::json::object();  // the file's __metadata__: string -> string
 };
 
-// Reads the header of the file at `path` with bounded reads and checks every rule, adding one problem
-// (naming `path`) per broken rule and going on where that still means something. nullopt when any rule broke.
-std::optional<Header> read_header(const std::string& path, Problems& problems);
+// Reads the header of `file` with bounded reads and checks every rule, adding one problem (naming the file) per
+// broken rule and going on where that still means something. nullopt when any rule broke.
+std::optional<Header> read_header(const SourceObject& file, Problems& problems);
 
 }  // namespace tensorfs::safetensors

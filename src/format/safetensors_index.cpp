@@ -2,20 +2,15 @@
 //   {"metadata": {"total_size": 123, ...}, "weight_map": {"tensor name": "shard file", ...}}
 // Shard paths are relative to the index's folder. The index and its shards must agree exactly: every tensor
 // of a shard is named by the index, in that shard, and every tensor the index names is in its shard.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include <filesystem>
 #include <map>
 #include <set>
-#include <system_error>
 
 #include "formats.hpp"
 #include "safetensors_assembly.hpp"
 #include "safetensors_header.hpp"
 #include "safetensors_json.hpp"
+#include "safetensors_shards.hpp"
 
 namespace tensorfs {
 namespace fs = std::filesystem;
@@ -31,34 +26,19 @@ struct Index {
 };
 
 // The whole index file, after checking its size; nullopt (with a problem) when it cannot be read.
-std::optional<std::string> read_small_file(const std::string& path, Problems& problems) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        problems.add(path, "cannot open: " + std::string(std::strerror(errno)));
+std::optional<std::string> read_small_file(const SourceObject& file, Problems& problems) {
+    if (file.size() > kMaxIndexBytes) {
+        problems.add(file.name(), "index is " + std::to_string(file.size()) + " bytes, over the limit of " +
+                                      std::to_string(kMaxIndexBytes));
         return std::nullopt;
     }
-    std::optional<std::string> text;
-    struct stat status {};
-    if (::fstat(fd, &status) != 0) {
-        problems.add(path, "cannot stat: " + std::string(std::strerror(errno)));
-    } else if (static_cast<std::uint64_t>(status.st_size) > kMaxIndexBytes) {
-        problems.add(path, "index is " + std::to_string(status.st_size) + " bytes, over the limit of " +
-                               std::to_string(kMaxIndexBytes));
-    } else {
-        text.emplace(static_cast<std::size_t>(status.st_size), '\0');
-        std::size_t done = 0;
-        while (done < text->size()) {
-            const ssize_t got = ::pread(fd, text->data() + done, text->size() - done, static_cast<off_t>(done));
-            if (got < 0 && errno == EINTR) continue;
-            if (got <= 0) {
-                problems.add(path, got == 0 ? std::string("the file ended early") : std::strerror(errno), done);
-                text.reset();
-                break;
-            }
-            done += static_cast<std::size_t>(got);
-        }
+    std::string text(static_cast<std::size_t>(file.size()), '\0');
+    try {
+        file.read(0, text.size(), text.data());
+    } catch (const IoError& error) {
+        problems.add(file.name(), std::string("cannot read: ") + error.reason());
+        return std::nullopt;
     }
-    ::close(fd);
     return text;
 }
 
@@ -72,8 +52,9 @@ bool is_inside_folder(const fs::path& shard) {
     return true;
 }
 
-std::optional<Index> read_index(const std::string& path, Problems& problems) {
-    const auto text = read_small_file(path, problems);
+std::optional<Index> read_index(const SourceObject& file, Problems& problems) {
+    const std::string& path = file.name();
+    const auto text = read_small_file(file, problems);
     if (!text) return std::nullopt;
     if (const auto bad = safetensors::find_invalid_utf8(*text)) {
         problems.add(path, "index is not valid UTF-8", *bad);
@@ -135,10 +116,11 @@ std::optional<Index> read_index(const std::string& path, Problems& problems) {
 
 }  // namespace
 
-Catalog open_safetensors_index(const fs::path& index_file) {
+Catalog open_safetensors_index(const SourceFolder& folder, const std::string& index_name) {
     Problems problems;
-    const std::string index_path = index_file.string();
-    const auto index = read_index(index_path, problems);
+    const auto index_file = folder.open(index_name);
+    const std::string& index_path = index_file->name();
+    const auto index = read_index(*index_file, problems);
     if (!index) {
         problems.throw_if_any();
         return Catalog{};  // unreachable: read_index gives nullopt only with a problem
@@ -148,20 +130,25 @@ Catalog open_safetensors_index(const fs::path& index_file) {
     assembly.add_metadata(index->metadata);
     std::set<std::string> shards;  // sorted, as a folder listing of the same shards would be
     for (const auto& [name, shard] : index->shard_of_tensor) shards.insert(shard);
+    // Shard names are relative to the index's own folder.
+    const std::string index_folder = fs::path(index_name).parent_path().generic_string();
+    std::vector<std::string> shard_names;
+    for (const auto& shard : shards) shard_names.push_back(index_folder.empty() ? shard : index_folder + "/" + shard);
     std::set<std::string> readable_shards;
-    for (const auto& shard : shards) {
-        const std::string path = (index_file.parent_path() / shard).string();
-        std::error_code error;
-        if (!fs::is_regular_file(path, error)) {
-            problems.add(index_path, "weight_map names shard " + safetensors::json_quoted(shard) +
-                                         ", which is not a file (" + path + ")");
-            continue;
+    auto read = safetensors::read_shard_headers(folder, shard_names);
+    auto shard = shards.begin();
+    for (auto& header : read) {
+        if (header.file == nullptr) {
+            problems.add(index_path, "weight_map names shard " + safetensors::json_quoted(*shard) +
+                                         ", which is not a file (" + folder.name_of(header.name) + ")");
         }
-        if (auto header = safetensors::read_header(path, problems)) {
-            const std::uint64_t size = header->file_size;
-            assembly.add_file(SourceFile{path, shard, size}, std::move(*header));
-            readable_shards.insert(shard);
+        problems.add_all(std::move(header.problems));
+        if (header.header) {
+            const std::uint64_t size = header.header->file_size;
+            assembly.add_file(SourceFile{header.file->name(), *shard, size, header.file}, std::move(*header.header));
+            readable_shards.insert(*shard);
         }
+        ++shard;
     }
 
     const Catalog& catalog = assembly.catalog();

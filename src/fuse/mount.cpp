@@ -1,7 +1,6 @@
 #include "tensorfs/mount.hpp"
 
 #include <spawn.h>
-#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -85,9 +84,7 @@ int run_mount(const MountOptions& options) {
 
     std::uint64_t total_bytes = 0;
     for (const auto& tensor : catalog->tensors) total_bytes += tensor.nbytes;
-    struct stat source_stat {};
-    ::fstat(files->fd(0), &source_stat);
-    Filesystem filesystem{*tree, content, *files, total_bytes, source_stat.st_mtim, ::getuid(), ::getgid()};
+    Filesystem filesystem{*tree, content, *files, total_bytes, files->file(0).modified(), ::getuid(), ::getgid()};
 
     FuseArgs args;
     args.strings = {"tensorfs", "-o", fixed_fuse_options(options.source)};

@@ -7,8 +7,8 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include "format/formats.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/open_source.hpp"
 
 namespace tensorfs::test {
 
@@ -20,7 +20,7 @@ inline std::optional<Problem> expect_gguf_refused(const std::filesystem::path& p
     std::string all;
     std::optional<Problem> found;
     try {
-        open_gguf(path);
+        open_catalog(path);
         all = " (accepted)";
     } catch (const InvalidSource& invalid) {
         for (const auto& problem : invalid.problems()) {

@@ -43,7 +43,7 @@ BOOST_AUTO_TEST_CASE(version_2_and_3_accepted) {
         auto builder = GgufBuilder(version).kv_string("general.architecture", "test");
         builder.tensor("w", {8, 2}, kF32, 0).data(zeros(64));
         const auto path = folder.write("v" + std::to_string(version) + ".gguf", builder.bytes());
-        const Catalog catalog = open_gguf(path);
+        const Catalog catalog = open_catalog(path);
         BOOST_REQUIRE_EQUAL(catalog.tensors.size(), 1u);
         const auto& tensor = catalog.tensors[0];
         BOOST_CHECK_EQUAL(tensor.name, "w");
@@ -85,7 +85,7 @@ BOOST_AUTO_TEST_CASE(every_value_type_and_bytes_kept_exactly) {
                        .kv_string("bad utf8", not_utf8)
                        .kv("strings", test::kGgufArray, array_value(test::kGgufString, 2, strings))
                        .kv("empty", test::kGgufArray, array_value(test::kGgufFloat64, 0, {}));
-    const Catalog catalog = open_gguf(folder.write("values.gguf", builder.bytes()));
+    const Catalog catalog = open_catalog(folder.write("values.gguf", builder.bytes()));
     const auto& m = catalog.metadata;
     BOOST_CHECK_EQUAL(m["u8"].get<std::uint64_t>(), 200u);
     BOOST_CHECK_EQUAL(m["i8"].get<std::int64_t>(), -100);
@@ -181,7 +181,7 @@ BOOST_AUTO_TEST_CASE(byte_size_wrapping_to_zero_refused) {
 BOOST_AUTO_TEST_CASE(zero_element_and_scalar_tensors_accepted) {
     test::TempFolder folder;
     auto builder = GgufBuilder().tensor("empty", {32, 0}, kQ4_0, 0).tensor("scalar", {}, kF32, 0);
-    const Catalog catalog = open_gguf(folder.write("small.gguf", builder.data(zeros(4)).bytes()));
+    const Catalog catalog = open_catalog(folder.write("small.gguf", builder.data(zeros(4)).bytes()));
     BOOST_REQUIRE_EQUAL(catalog.tensors.size(), 2u);
     BOOST_CHECK((catalog.tensors[0].shape == std::vector<std::uint64_t>{0, 32}));
     BOOST_CHECK_EQUAL(catalog.tensors[0].elements, 0u);
@@ -194,7 +194,7 @@ BOOST_AUTO_TEST_CASE(zero_element_and_scalar_tensors_accepted) {
 BOOST_AUTO_TEST_CASE(type_without_dequant_accepted_retired_id_refused) {
     test::TempFolder folder;
     const auto q8k = GgufBuilder().tensor("q8k", {256}, kQ8_K, 0).data(zeros(292));
-    const Catalog catalog = open_gguf(folder.write("q8k.gguf", q8k.bytes()));
+    const Catalog catalog = open_catalog(folder.write("q8k.gguf", q8k.bytes()));
     BOOST_CHECK_EQUAL(catalog.tensors.at(0).type->name, "Q8_K");
     BOOST_CHECK_EQUAL(catalog.tensors.at(0).nbytes, 292u);
     const auto retired = GgufBuilder().tensor("q4_2", {32}, 4, 0).data(zeros(32));
@@ -210,7 +210,7 @@ BOOST_AUTO_TEST_CASE(overlapping_or_reordered_data_refused_gaps_accepted) {
     test::expect_gguf_refused(folder.write("reordered.gguf", reordered.bytes()),
                               "tensor 'b' data at offset 0 of the data section overlaps the tensor before it");
     const auto gap = GgufBuilder().tensor("a", {8}, kF32, 0).tensor("b", {8}, kF32, 64).data(zeros(96));
-    const Catalog catalog = open_gguf(folder.write("gap.gguf", gap.bytes()));
+    const Catalog catalog = open_catalog(folder.write("gap.gguf", gap.bytes()));
     BOOST_CHECK_EQUAL(catalog.tensors.at(1).offset - catalog.tensors.at(0).offset, 64u);
 }
 
@@ -221,7 +221,7 @@ BOOST_AUTO_TEST_CASE(alignment_key_rules) {
                               "general.alignment must be of type UINT32 but is UINT64", 24 + 8 + 17);
     // A valid alignment places the data section and checks the offsets with it.
     auto builder = GgufBuilder(3, 256).kv_u32("general.alignment", 256).tensor("w", {8}, kF32, 0);
-    const Catalog catalog = open_gguf(folder.write("a256.gguf", builder.data(zeros(32)).bytes()));
+    const Catalog catalog = open_catalog(folder.write("a256.gguf", builder.data(zeros(32)).bytes()));
     BOOST_CHECK_EQUAL(catalog.tensors.at(0).offset, 256u);
     auto misaligned = GgufBuilder(3, 256).kv_u32("general.alignment", 256).tensor("w", {8}, kF32, 32);
     test::expect_gguf_refused(folder.write("m256.gguf", misaligned.data(zeros(64)).bytes()),

@@ -49,7 +49,7 @@ BOOST_AUTO_TEST_CASE(any_part_mounts_the_set_in_order) {
     folder.write(part_name(1, 2), part_bytes(0, 2, 2, "a"));
     folder.write(part_name(2, 2), part_bytes(1, 2, 2, "b"));
     for (const std::uint64_t given : {1u, 2u}) {
-        const Catalog catalog = open_gguf(folder.path() / part_name(given, 2));
+        const Catalog catalog = open_catalog(folder.path() / part_name(given, 2));
         BOOST_REQUIRE_EQUAL(catalog.files.size(), 2u);
         BOOST_CHECK_EQUAL(catalog.files[0].display, part_name(1, 2));
         BOOST_CHECK_EQUAL(catalog.files[1].display, part_name(2, 2));
@@ -69,7 +69,7 @@ BOOST_AUTO_TEST_CASE(any_part_mounts_the_set_in_order) {
 
 BOOST_AUTO_TEST_CASE(split_count_of_one_is_a_plain_file) {
     test::TempFolder folder;
-    const Catalog catalog = open_gguf(folder.write(part_name(1, 1), part_bytes(0, 1, 1, "a")));
+    const Catalog catalog = open_catalog(folder.write(part_name(1, 1), part_bytes(0, 1, 1, "a")));
     BOOST_CHECK_EQUAL(catalog.files.size(), 1u);
 }
 

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <string>
 
-#include "format/formats.hpp"
 #include "tensorfs/catalog.hpp"
+#include "tensorfs/open_source.hpp"
 #include "vectors.hpp"
 
 using namespace tensorfs;
@@ -122,7 +122,7 @@ void check_tensors(const Catalog& catalog, const nlohmann::json& entry, std::uin
 
 void check_unsplit_file(const std::string& relative) {
     const auto& entry = manifest_entry(relative);
-    const Catalog catalog = open_gguf(test::vectors_path(relative));
+    const Catalog catalog = open_catalog(test::vectors_path(relative));
     BOOST_CHECK_EQUAL(catalog.format, "gguf");
     BOOST_REQUIRE_EQUAL(catalog.files.size(), 1u);
     BOOST_CHECK_EQUAL(catalog.files[0].display, std::filesystem::path(relative).filename().string());
@@ -157,7 +157,7 @@ BOOST_AUTO_TEST_CASE(tiny_llama) { check_unsplit_file("gguf/tiny-llama-Q4_K_M.gg
 BOOST_AUTO_TEST_CASE(split_any_part_opens_all_parts) {
     for (const char* given : kSplitParts) {
         BOOST_TEST_CONTEXT("given " << given) {
-            const Catalog catalog = open_gguf(test::vectors_path(given));
+            const Catalog catalog = open_catalog(test::vectors_path(given));
             BOOST_REQUIRE_EQUAL(catalog.files.size(), 3u);
             for (std::uint32_t part = 0; part < 3; ++part) {
                 const auto& entry = manifest_entry(kSplitParts[part]);
@@ -173,8 +173,8 @@ BOOST_AUTO_TEST_CASE(split_any_part_opens_all_parts) {
 
 // The split set is the unsplit model: same tensors in the same order, same types and shapes, same stored bytes.
 BOOST_AUTO_TEST_CASE(split_equals_unsplit) {
-    const Catalog whole = open_gguf(test::vectors_path("gguf/tiny-llama-Q4_K_M.gguf"));
-    const Catalog split = open_gguf(test::vectors_path(kSplitParts[1]));
+    const Catalog whole = open_catalog(test::vectors_path("gguf/tiny-llama-Q4_K_M.gguf"));
+    const Catalog split = open_catalog(test::vectors_path(kSplitParts[1]));
     BOOST_REQUIRE_EQUAL(split.tensors.size(), whole.tensors.size());
     for (std::size_t i = 0; i < whole.tensors.size(); ++i) {
         const auto& a = whole.tensors[i];

@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Catalog open_one(const std::string& path) { return open_safetensors_files({path}, fs::path(path).parent_path()); }
+Catalog open_one(const std::string& path) { return open_catalog(path); }
 
 }  // namespace
 

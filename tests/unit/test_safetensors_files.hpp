@@ -9,6 +9,8 @@
 
 #include "format/formats.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/local_folder.hpp"
+#include "tensorfs/open_source.hpp"
 #include "temp_folder.hpp"
 
 namespace tensorfs::test {

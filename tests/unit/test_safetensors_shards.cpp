@@ -37,10 +37,10 @@ void check_same_catalog(const Catalog& a, const Catalog& b) {
     }
 }
 
-std::vector<fs::path> safetensors_files_of(const fs::path& folder) {
-    std::vector<fs::path> files;
+std::vector<std::string> safetensors_files_of(const fs::path& folder) {
+    std::vector<std::string> files;
     for (const auto& entry : fs::directory_iterator(folder)) {
-        if (entry.path().extension() == ".safetensors") files.push_back(entry.path());
+        if (entry.path().extension() == ".safetensors") files.push_back(entry.path().filename());
     }
     std::sort(files.begin(), files.end());
     return files;
@@ -65,7 +65,7 @@ struct ShardedModel {
         folder.write("b.safetensors", shard_with({"z"}, R"({"format":"pt"})"));
     }
     Catalog open_index(const std::string& index_json) const {
-        return open_safetensors_index(folder.write("m.safetensors.index.json", index_json));
+        return open_catalog(folder.write("m.safetensors.index.json", index_json));
     }
     std::string refusal(const std::string& index_json) const {
         return test::refusal_of([&] { open_index(index_json); });
@@ -84,8 +84,8 @@ BOOST_AUTO_TEST_SUITE(safetensors_shards)
 
 BOOST_AUTO_TEST_CASE(index_and_folder_list_give_the_same_catalog) {
     const fs::path folder = test::vectors_path("safetensors/sharded");
-    const Catalog from_folder = open_safetensors_files(safetensors_files_of(folder), folder);
-    const Catalog from_index = open_safetensors_index(folder / "model.safetensors.index.json");
+    const Catalog from_folder = open_safetensors_files(LocalFolder(folder), safetensors_files_of(folder));
+    const Catalog from_index = open_catalog(folder / "model.safetensors.index.json");
     check_same_catalog(from_folder, from_index);
     check_same_catalog(from_index, open_catalog(folder.string()));
     BOOST_TEST(from_index.tensors.size() == 21u);
@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(index_and_folder_list_give_the_same_catalog) {
 
 BOOST_AUTO_TEST_CASE(every_shard_tensor_matches_the_manifest_and_decodes_exactly) {
     const fs::path folder = test::vectors_path("safetensors/sharded");
-    const Catalog catalog = open_safetensors_index(folder / "model.safetensors.index.json");
+    const Catalog catalog = open_catalog(folder / "model.safetensors.index.json");
     std::size_t checked = 0;
     for (const auto& file : test::manifest()["safetensors"]) {
         const std::string relative = file["file"];
@@ -129,7 +129,8 @@ BOOST_AUTO_TEST_CASE(a_tensor_in_two_files_names_both) {
     const test::TempFolder folder;
     const auto a = folder.write("model-00001-of-00002.safetensors", shard_with({"w", "v"}));
     const auto b = folder.write("model-00002-of-00002.safetensors", shard_with({"w"}));
-    const std::string refusal = test::refusal_of([&] { open_safetensors_files({a, b}, folder.path()); });
+    const std::string refusal =
+        test::refusal_of([&] { open_safetensors_files(LocalFolder(folder.path()), {a.filename(), b.filename()}); });
     BOOST_TEST(refusal == "tensorfs: " + b.string() +
                               ": tensor \"w\" is in both model-00001-of-00002.safetensors and "
                               "model-00002-of-00002.safetensors\n");
@@ -139,7 +140,7 @@ BOOST_AUTO_TEST_CASE(metadata_is_the_union_and_the_first_file_wins_a_conflict) {
     const test::TempFolder folder;
     const auto a = folder.write("a.safetensors", shard_with({"x"}, R"({"format":"pt","step":"1"})"));
     const auto b = folder.write("b.safetensors", shard_with({"y"}, R"({"format":"pt","step":"2","extra":"e"})"));
-    const Catalog catalog = open_safetensors_files({a, b}, folder.path());
+    const Catalog catalog = open_safetensors_files(LocalFolder(folder.path()), {a.filename(), b.filename()});
     BOOST_TEST(catalog.metadata.dump() == R"({"format":"pt","step":"1","extra":"e"})");
 }
 
@@ -161,7 +162,7 @@ BOOST_AUTO_TEST_CASE(shards_in_a_subfolder_are_shown_relative_to_the_index) {
     const test::TempFolder folder;
     folder.write("sub/a.safetensors", shard_with({"x"}));
     const auto index = folder.write("m.safetensors.index.json", R"({"weight_map":{"x":"./sub/a.safetensors"}})");
-    const Catalog catalog = open_safetensors_index(index);
+    const Catalog catalog = open_catalog(index);
     BOOST_REQUIRE_EQUAL(catalog.files.size(), 1u);
     BOOST_TEST(catalog.files[0].display == "sub/a.safetensors");
 }

@@ -47,7 +47,7 @@ namespace {
 Catalog catalog_of(std::vector<std::string> names, const TypeTraits* type) {
     Catalog catalog;
     catalog.format = "safetensors";
-    catalog.files.push_back({"x.safetensors", "x.safetensors", 0});
+    catalog.files.push_back({"x.safetensors", "x.safetensors", 0, nullptr});
     for (auto& name : names) {
         Tensor t;
         t.name = std::move(name);

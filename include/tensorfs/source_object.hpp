@@ -1,0 +1,77 @@
+// Where the bytes of a source come from. Parsers and the mount read files only through these two interfaces,
+// so a file on the local disk, on a web server or in an object store gives the same catalog and the same bytes:
+// each kind of storage is one implementation of them.
+#pragma once
+
+#include <time.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tensorfs {
+
+// One file of a source, opened: its size and identity are fixed when it is opened, and every read is checked
+// against them.
+class SourceObject {
+public:
+    SourceObject(std::string name, std::uint64_t size, timespec modified)
+        : name_(std::move(name)), size_(size), modified_(modified) {}
+    virtual ~SourceObject() = default;
+    SourceObject(const SourceObject&) = delete;
+    SourceObject& operator=(const SourceObject&) = delete;
+
+    // How messages name it: the path as given, or the URL (never with credentials).
+    const std::string& name() const { return name_; }
+    std::uint64_t size() const { return size_; }
+    // When it was last changed, as the tree shows it (st_mtime).
+    const timespec& modified() const { return modified_; }
+
+    // Reads exactly `length` bytes at `offset` (inside size()) into `dst`. Throws IoError(name(), reason) when
+    // they cannot be read: the file shrank or changed since it was opened, or an I/O or network error.
+    virtual void read(std::uint64_t offset, std::size_t length, void* dst) const = 0;
+
+    // The bytes [offset, offset + length) in a read-only mapping, for a reply the kernel copies straight from the
+    // page cache; never to be read by this process (a file truncated since raises SIGBUS there, whereas the kernel
+    // only fails the copy). nullptr when the range is not mapped (remote objects, files that cannot be mapped):
+    // use read() then. Throws IoError when the file is now shorter than offset + length.
+    virtual const char* mapped(std::uint64_t offset, std::size_t length) const;
+
+    // Tells that a mapped range was copied and its pages need not stay in this process's page tables.
+    virtual void forget_mapped(std::uint64_t offset, std::size_t length) const;
+
+private:
+    std::string name_;
+    std::uint64_t size_;
+    timespec modified_;
+};
+
+// A folder that holds the files of a source: a local folder, the folder of a URL, a folder of a Hub repo, an S3
+// prefix. Files are named by '/'-separated paths relative to it, which the callers keep inside it (no "..").
+class SourceFolder {
+public:
+    virtual ~SourceFolder() = default;
+
+    // How messages name this folder, and the file `relative` in it (paths, or URLs without credentials).
+    virtual std::string name() const = 0;
+    virtual std::string name_of(const std::string& relative) const = 0;
+
+    // The file `relative`, opened; nullptr when the folder has no such file. Throws InvalidSource naming it when
+    // it exists but cannot be opened (no permission, not a regular file, a server error).
+    virtual std::shared_ptr<const SourceObject> open_if_exists(const std::string& relative) const = 0;
+
+    // The names of the regular files directly in this folder, sorted. Throws InvalidSource when the folder cannot
+    // be listed (a plain web server has no listing).
+    virtual std::vector<std::string> list() const = 0;
+
+    // How many files are best opened and read at once: headers of many shards are read in parallel, and a remote
+    // store hides its latency with more requests in flight than a local disk has cores to parse with.
+    virtual unsigned parallel_reads() const = 0;
+
+    // open_if_exists, with a missing file refused as "no such file".
+    std::shared_ptr<const SourceObject> open(const std::string& relative) const;
+};
+
+}  // namespace tensorfs

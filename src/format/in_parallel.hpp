@@ -1,0 +1,14 @@
+// Reading many files' headers at once: shards of a model are independent, and a remote store answers many
+// requests in flight far sooner than the same requests one after another.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+namespace tensorfs {
+
+// Runs job(0) .. job(count - 1) on up to `threads` threads (the calling one included) and returns when all are
+// done. When jobs throw, the exception of the lowest index is rethrown after all have finished.
+void in_parallel(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& job);
+
+}  // namespace tensorfs

@@ -1,0 +1,121 @@
+#include "tensorfs/local_folder.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+#include <thread>
+
+#include "tensorfs/errors.hpp"
+
+namespace tensorfs {
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::uint64_t kPage = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+// Smaller replies leave their pages mapped: dropping them would cost more than it saves.
+constexpr std::size_t kForgetAtLeast = 64 << 10;
+
+[[noreturn]] void refuse(const std::string& name, const std::string& what) {
+    Problems problems;
+    problems.add(name, what);
+    problems.throw_if_any();
+    throw InvalidSource({});  // unreachable: throw_if_any threw
+}
+
+// A local file, opened once: the mount keeps serving the bytes it was mounted with when the file is later
+// renamed over or deleted. Mapped read-only when it can be, so that replies come straight from the page cache.
+class LocalFile : public SourceObject {
+public:
+    LocalFile(std::string name, int fd, const struct stat& status)
+        : SourceObject(std::move(name), static_cast<std::uint64_t>(status.st_size), status.st_mtim), fd_(fd) {
+        if (size() == 0) return;
+        void* mapping = ::mmap(nullptr, static_cast<std::size_t>(size()), PROT_READ, MAP_SHARED, fd_, 0);
+        // A file that cannot be mapped is still served, with pread (mapped() then says so).
+        if (mapping != MAP_FAILED) mapping_ = static_cast<const char*>(mapping);
+    }
+    ~LocalFile() override {
+        if (mapping_ != nullptr) ::munmap(const_cast<char*>(mapping_), static_cast<std::size_t>(size()));
+        ::close(fd_);
+    }
+
+    void read(std::uint64_t offset, std::size_t length, void* dst) const override {
+        auto* out = static_cast<char*>(dst);
+        while (length > 0) {
+            const ssize_t got = ::pread(fd_, out, length, static_cast<off_t>(offset));
+            if (got < 0 && errno == EINTR) continue;
+            if (got < 0) throw IoError(name(), std::strerror(errno));
+            if (got == 0) throw IoError(name(), "file is shorter than when it was opened");
+            out += got;
+            offset += static_cast<std::uint64_t>(got);
+            length -= static_cast<std::size_t>(got);
+        }
+    }
+
+    const char* mapped(std::uint64_t offset, std::size_t length) const override {
+        if (mapping_ == nullptr || offset > size() || length > size() - offset) return nullptr;
+        struct stat st {};
+        if (::fstat(fd_, &st) != 0) throw IoError(name(), std::strerror(errno));
+        if (static_cast<std::uint64_t>(st.st_size) < offset + length) {
+            throw IoError(name(), "file is shorter than when it was opened");
+        }
+        return mapping_ + offset;
+    }
+
+    void forget_mapped(std::uint64_t offset, std::size_t length) const override {
+        if (mapping_ == nullptr || length < kForgetAtLeast) return;
+        // Only whole pages inside the range: its edges may be shared with a neighbouring read in flight.
+        const std::uint64_t first = (offset + kPage - 1) / kPage * kPage;
+        const std::uint64_t end = (offset + length) / kPage * kPage;
+        if (end > first) ::madvise(const_cast<char*>(mapping_) + first, end - first, MADV_DONTNEED);
+    }
+
+private:
+    int fd_;
+    const char* mapping_ = nullptr;  // nullptr when empty or not mappable
+};
+
+}  // namespace
+
+std::string LocalFolder::name_of(const std::string& relative) const { return (path_ / relative).string(); }
+
+std::shared_ptr<const SourceObject> LocalFolder::open_if_exists(const std::string& relative) const {
+    const std::string name = name_of(relative);
+    const int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) return nullptr;
+    if (fd < 0) refuse(name, std::string("cannot open: ") + std::strerror(errno));
+    struct stat status {};
+    if (::fstat(fd, &status) != 0) {
+        const int error = errno;
+        ::close(fd);
+        refuse(name, std::string("cannot stat: ") + std::strerror(error));
+    }
+    if (!S_ISREG(status.st_mode)) {
+        ::close(fd);
+        refuse(name, "not a regular file");
+    }
+    return std::make_shared<LocalFile>(name, fd, status);
+}
+
+std::vector<std::string> LocalFolder::list() const {
+    std::vector<std::string> names;
+    std::error_code error;
+    const fs::path folder = path_.empty() ? fs::path(".") : path_;
+    for (const auto& entry : fs::directory_iterator(folder, error)) {
+        std::error_code entry_error;  // a dangling symlink is no regular file, not a reason to refuse the folder
+        if (entry.is_regular_file(entry_error)) names.push_back(entry.path().filename().string());
+    }
+    if (error) refuse(folder.string(), "cannot list folder: " + error.message());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+unsigned LocalFolder::parallel_reads() const { return std::max(1u, std::thread::hardware_concurrency()); }
+
+}  // namespace tensorfs
