@@ -33,7 +33,7 @@ void ReadPieces::add(const void* data, std::size_t length) {
 }
 
 char* ReadPieces::add_room(std::size_t length) {
-    if (!copies_) copies_ = std::make_unique<char[]>(copies_capacity_);
+    if (!copies_) copies_ = std::make_unique_for_overwrite<char[]>(copies_capacity_);
     // Content never asks for more than the read's length in all.
     if (copies_used_ + length > copies_capacity_) throw std::logic_error("ReadPieces: more bytes than expected");
     char* room = copies_.get() + copies_used_;

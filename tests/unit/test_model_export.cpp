@@ -287,7 +287,7 @@ BOOST_AUTO_TEST_CASE(a_header_of_100000_tensors) {
     // Built in well under a second (measured by scripts/bench, not here): here, that it is complete and valid.
     Catalog catalog;
     catalog.format = "safetensors";
-    catalog.files.push_back({"x.safetensors", "x.safetensors", 0});
+    catalog.files.push_back({"x.safetensors", "x.safetensors", 0, nullptr});
     for (int i = 0; i < 100'000; ++i) {
         Tensor tensor;
         tensor.name = "model.layers." + std::to_string(i / 1000) + ".mlp.experts." + std::to_string(i % 1000) +
