@@ -11,6 +11,7 @@ import pty
 import resource
 import signal
 import shutil
+import struct
 import subprocess
 import tempfile
 import time
@@ -174,26 +175,26 @@ class HeaderLimit(unittest.TestCase):
     def test_a_header_over_100_mb_gives_no_file_and_says_why(self):
         folder = tempfile.mkdtemp(prefix="tensorfs-export-")
         try:
-            # The source's header is just under the limit; the export's adds "format":"pt" and goes over it.
-            source = os.path.join(folder, "big.safetensors")
-            entry = b'"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}'
-            fixed = len(b'{"__metadata__":{"k":""},}') + len(entry)
-            text = b'{"__metadata__":{"k":"' + b"x" * (100_000_000 - fixed) + b'"},' + entry + b"}"
-            self.assertEqual(len(text), 100_000_000)
+            # A GGUF whose metadata holds a string of 10^8 bytes (GGUF has no limit; a safetensors header of that
+            # size would be refused itself): its safetensors header cannot fit the limit.
+            source = os.path.join(folder, "big.gguf")
+            text = struct.pack("<Q", 3) + b"big" + struct.pack("<I", 8) + struct.pack("<Q", 10 ** 8) + b"x" * 10 ** 8
+            tensor = struct.pack("<Q", 1) + b"t" + struct.pack("<IQIQ", 1, 1, 0, 0)
+            head = b"GGUF" + struct.pack("<IQQ", 3, 1, 1) + text + tensor
             with open(source, "wb") as f:
-                f.write(len(text).to_bytes(8, "little") + text + b"\0\0\x80\x3f")
-            self.assertEqual(run("validate", source).returncode, 0)
+                f.write(head + b"\0" * (-len(head) % 32) + struct.pack("<f", 1.0))
             with Mount(source) as m:
                 self.assertNotIn("model.safetensors", os.listdir(m.path))
                 self.assertFalse(os.path.exists(os.path.join(m.path, "model.safetensors")))
                 model = json.loads(read(os.path.join(m.path, "model.json")))
                 self.assertIn("100000000", model["export"]["error"])
+                self.assertEqual(read(m.tensor("t", "raw")), struct.pack("<f", 1.0))   # the rest is all there
             out = os.path.join(folder, "out.safetensors")
             result = run("convert", source, out)
             self.assertEqual(result.returncode, 1)
             self.assertIn("100000000", result.stderr)
             self.assertEqual(len(result.stderr.splitlines()), 1)
-            self.assertEqual(sorted(os.listdir(folder)), ["big.safetensors"])
+            self.assertEqual(sorted(os.listdir(folder)), ["big.gguf"])
         finally:
             shutil.rmtree(folder)
 
