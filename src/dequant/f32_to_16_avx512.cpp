@@ -3,7 +3,7 @@
 // bfloat16 uses the AVX512_BF16 instruction vcvtne2ps2bf16, which rounds to nearest even like PyTorch but treats
 // subnormal inputs as zero and keeps a NaN's sign and payload; a group of 32 values holding a subnormal or a NaN
 // takes the integer rounding instead (as the portable code does). On 16 K values in the L1 cache (the amount a
-// 16-bit view rounds at a time) the instruction converts about 1.6 times as fast as the integer rounding
+// 16-bit view rounds at a time) the instruction converts 1.6 to 3 times as fast as the integer rounding
 // (bench/bench_narrow, docs/benchmarks.md); from memory both run at memory speed.
 // GCC 12's AVX-512 intrinsics trip -Wmaybe-uninitialized on their own _mm512_undefined_* placeholders (GCC bug
 // 105593); the warning points into the header, so it is silenced before the header is read.
