@@ -76,11 +76,16 @@ public:
     // and a value view in the tensor's own encoding (dequant.bf16 of a BF16 tensor, dequant.f32 of an F32 one),
     // which serves the raw bytes. Counts the read. nullopt for every other file.
     struct FileSlice {
+        const Tensor* tensor;
         std::uint32_t file;
         std::uint64_t offset;
         std::size_t length;  // already clipped to the file's size
     };
     std::optional<FileSlice> source_slice(Node node, std::uint64_t offset, std::size_t length) const;
+    // Reads a slice's bytes into `dst` (from the source, never from its mapping). Throws IoError.
+    void read_slice(const FileSlice& slice, void* dst) const {
+        files_.read_of_tensor(*slice.tensor, slice.offset, slice.length, dst);
+    }
 
     const std::string& npy_header(std::uint32_t tensor) const { return npy_headers_[tensor]; }
     Stats& stats() { return stats_; }
@@ -93,7 +98,7 @@ private:
     FileKindCounters* counters_of(NodeKind kind) const;
     // Appends the part of `text` at [offset, offset + length) to `pieces`.
     static void add_text(const std::string& text, std::uint64_t offset, std::size_t length, ReadPieces& pieces);
-    void add_source_bytes(std::uint32_t file, std::uint64_t offset, std::size_t length, ReadPieces& pieces) const;
+    void add_source_bytes(const FileSlice& slice, ReadPieces& pieces) const;
     void add_values(std::uint32_t tensor, ValueView view, std::uint64_t offset, std::size_t length,
                     ReadPieces& pieces);
     void add_model_file(std::uint64_t offset, std::size_t length, ReadPieces& pieces);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tensorfs/model_export.hpp"
+#include "tensorfs/source_options.hpp"
 
 namespace tensorfs {
 
@@ -19,6 +20,7 @@ struct MountOptions {
     std::uint64_t cache_size = 0;            // bytes of decoded chunks kept; 0 = default
     unsigned threads = 0;                    // FUSE worker threads; 0 = default
     ExportDtype export_dtype = ExportDtype::Keep;   // the dtypes of model.safetensors
+    SourceOptions source_options;            // cache_dir=, disk_cache_size= (remote sources)
 };
 
 // Returns the process exit status: 0 after a clean unmount, 1 invalid source or options, 2 the mount failed.

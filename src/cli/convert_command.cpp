@@ -1,14 +1,16 @@
-// `tensorfs convert SOURCE OUT.safetensors [--dtype keep|bf16|f16|f32]`: writes the bytes a mount shows as
+// `tensorfs convert SOURCE OUT.safetensors [--dtype keep|bf16|f16|f32] [--cache-dir DIR] [--disk-cache-size SIZE]`:
+// writes the bytes a mount shows as
 // model.safetensors (with -o export_dtype=...), read through the same Content, without FUSE. The file appears under
 // its name only once complete; an error or a signal (SIGINT, SIGTERM, SIGHUP) leaves no partial file behind.
 #include <signal.h>
 
 #include <csignal>
 #include <cstdio>
-#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "arguments.hpp"
 #include "commands.hpp"
 #include "loaded_source.hpp"
 #include "progress_line.hpp"
@@ -54,33 +56,24 @@ struct ConvertArguments {
     std::string source;
     std::string target;
     ExportDtype dtype = ExportDtype::Keep;
+    SourceOptions source_options;
 };
 
-// SOURCE OUT [--dtype D | --dtype=D], in any order; "" or the usage problem.
+// SOURCE OUT and the flags, in any order; "" or the usage problem.
 std::string parse(const Arguments& args, ConvertArguments& parsed) {
-    std::vector<std::string> positional;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        std::optional<std::string> dtype;
-        if (arg == "--dtype") {
-            if (i + 1 == args.size()) return "--dtype needs keep, bf16, f16 or f32";
-            dtype = args[++i];
-        } else if (arg.starts_with("--dtype=")) {
-            dtype = arg.substr(8);
-        } else if (arg.starts_with("-") && arg != "-") {
-            return "unknown option '" + arg + "'";
-        } else {
-            positional.push_back(arg);
-        }
-        if (dtype) {
-            const auto named = export_dtype_named(*dtype);
-            if (!named) return "bad --dtype '" + *dtype + "' (keep, bf16, f16 or f32)";
-            parsed.dtype = *named;
-        }
+    std::vector<std::string_view> flags_with_values = kSourceFlags;
+    flags_with_values.push_back("--dtype");
+    const SplitArguments split = split_arguments(args, {}, flags_with_values);
+    if (!split.error.empty()) return split.error;
+    if (std::string error = take_source_flags(split, parsed.source_options); !error.empty()) return error;
+    if (const auto dtype = split.values.find("--dtype"); dtype != split.values.end()) {
+        const auto named = export_dtype_named(dtype->second);
+        if (!named) return "bad --dtype '" + dtype->second + "' (keep, bf16, f16 or f32)";
+        parsed.dtype = *named;
     }
-    if (positional.size() != 2) return "convert needs SOURCE and OUT.safetensors";
-    parsed.source = positional[0];
-    parsed.target = positional[1];
+    if (split.positional.size() != 2) return "convert needs SOURCE and OUT.safetensors";
+    parsed.source = split.positional[0];
+    parsed.target = split.positional[1];
     return {};
 }
 
@@ -98,7 +91,7 @@ int convert_command(const Arguments& args) {
     ConvertArguments parsed;
     if (const std::string problem = parse(args, parsed); !problem.empty()) return usage_error(problem);
 
-    const LoadedSource source(parsed.source);
+    const LoadedSource source(parsed.source, parsed.source_options);
     const ModelExport exported(source.catalog, parsed.dtype);
     if (!exported.available()) return failure(parsed.source + ": no safetensors file can hold it: " + exported.error());
     if (!exported.skipped().empty()) {

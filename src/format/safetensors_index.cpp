@@ -138,7 +138,7 @@ Catalog open_safetensors_index(const SourceFolder& folder, const std::string& in
     auto read = safetensors::read_shard_headers(folder, shard_names);
     auto shard = shards.begin();
     for (auto& header : read) {
-        if (header.file == nullptr) {
+        if (header.file == nullptr && header.problems.empty()) {
             problems.add(index_path, "weight_map names shard " + safetensors::json_quoted(*shard) +
                                          ", which is not a file (" + folder.name_of(header.name) + ")");
         }

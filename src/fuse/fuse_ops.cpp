@@ -121,7 +121,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 // raw (and a view in the tensor's own encoding): straight from the mapping of the source, so the kernel copies
 // the bytes once, from the page cache into the reply (measured as fast as pread into a buffer and a reply from
-// it, without that extra copy); pread into a buffer when the file is not mapped.
+// it, without that extra copy); read into a buffer when the file is not mapped (remote files).
 void reply_from_source(fuse_req_t req, Filesystem& fs, const Content::FileSlice& slice) {
     if (const char* mapped = fs.files.mapped(slice.file, slice.offset, slice.length)) {
         count_reply(fs, fuse_reply_buf(req, mapped, slice.length));
@@ -130,7 +130,7 @@ void reply_from_source(fuse_req_t req, Filesystem& fs, const Content::FileSlice&
     }
     thread_local std::vector<char> buffer;
     if (buffer.size() < slice.length) buffer.resize(slice.length);
-    fs.files.read_exact(slice.file, slice.offset, slice.length, buffer.data());
+    fs.content.read_slice(slice, buffer.data());
     count_reply(fs, fuse_reply_buf(req, buffer.data(), slice.length));
 }
 

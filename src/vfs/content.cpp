@@ -114,7 +114,7 @@ std::optional<Content::FileSlice> Content::source_slice(Node node, std::uint64_t
     FileKindCounters& counters = *counters_of(node.kind);
     counters.reads.add(1);
     counters.bytes.add(count);
-    return FileSlice{tensor.file, tensor.offset + offset, count};
+    return FileSlice{&tensor, tensor.file, tensor.offset + offset, count};
 }
 
 void Content::add_text(const std::string& text, std::uint64_t offset, std::size_t length, ReadPieces& pieces) {
@@ -122,11 +122,10 @@ void Content::add_text(const std::string& text, std::uint64_t offset, std::size_
     pieces.add(text.data() + offset, std::min<std::uint64_t>(length, text.size() - offset));
 }
 
-void Content::add_source_bytes(std::uint32_t file, std::uint64_t offset, std::size_t length,
-                               ReadPieces& pieces) const {
-    // Copied with pread, never from a mapping: a file truncated since the mount must give an error, not a
-    // SIGBUS in this process.
-    if (length > 0) files_.read_exact(file, offset, length, pieces.add_room(length));
+void Content::add_source_bytes(const FileSlice& slice, ReadPieces& pieces) const {
+    // Read, never copied from a mapping: a file truncated since the mount must give an error, not a SIGBUS in
+    // this process.
+    if (slice.length > 0) read_slice(slice, pieces.add_room(slice.length));
 }
 
 void Content::add_values(std::uint32_t tensor, ValueView view, std::uint64_t offset, std::size_t length,
@@ -154,14 +153,16 @@ void Content::add_model_file(std::uint64_t offset, std::size_t length, ReadPiece
         if (part.view) {
             add_values(part.tensor, *part.view, from - part.begin, to - from, pieces);
         } else {
-            add_source_bytes(tensor.file, tensor.offset + (from - part.begin), to - from, pieces);
+            add_source_bytes(FileSlice{&tensor, tensor.file, tensor.offset + (from - part.begin), to - from}, pieces);
         }
     }
 }
 
 std::size_t Content::read(Node node, std::uint64_t offset, std::size_t length, char* dst) {
     if (const auto slice = source_slice(node, offset, length)) {
-        files_.read_exact(slice->file, slice->offset, slice->length, dst);
+        // Read, never copied from a mapping: a file truncated since the mount must give an error, not a SIGBUS
+        // in this process.
+        read_slice(*slice, dst);
         return slice->length;
     }
     ReadPieces pieces;
@@ -176,7 +177,7 @@ void Content::read_pieces(Node node, std::uint64_t offset, std::size_t length, R
     if (serves_raw(node)) {
         const FileSlice slice = *source_slice(node, offset, length);
         pieces.expect(slice.length);
-        return add_source_bytes(slice.file, slice.offset, slice.length, pieces);
+        return add_source_bytes(slice, pieces);
     }
     if (node.kind == NodeKind::StatsJson) pieces.text_ = stats_.render_json();
     if (node.kind == NodeKind::MetaJson) pieces.text_ = meta_json(node.tensor);
