@@ -19,6 +19,7 @@ import unittest
 
 import numpy as np
 
+import remote_servers
 from safetensors_files import write_safetensors
 from safetensors_reader import SafetensorsFile
 from tensorfs_mount import BIN, VECTORS, Mount, run, wait_until
@@ -130,6 +131,20 @@ class EveryModelEveryDtype(unittest.TestCase):
             parsed, data = self.check_model(source, export_dtype)
             self.assertEqual([t[0] for t in parsed.tensors], names)
             self.assertEqual(parsed.metadata, {"format": "np", "note": "kept"})
+
+    def test_a_remote_source_exports_the_same_bytes(self):
+        # Over HTTP (nginx on 127.0.0.1, the remote layer's range requests) and from the Hub-like server: the very
+        # bytes of the local file, for a GGUF split set (raw parts from three remote files) and a sharded model.
+        for where in (remote_servers.HTTP, remote_servers.HUB):
+            for relative, export_dtype in (("gguf/split/tiny-llama-Q4_K_M-00001-of-00003.gguf", "keep"),
+                                           ("safetensors/sharded/model.safetensors.index.json", "f16")):
+                with self.subTest(where=where.label, source=relative):
+                    local = os.path.join(self.folder, "local.safetensors")
+                    result = run("convert", os.path.join(VECTORS, relative), local, "--dtype", export_dtype)
+                    self.assertEqual(result.returncode, 0, result.stderr)
+                    with Mount(where.source(relative), "-o", f"export_dtype={export_dtype}") as m:
+                        self.assertEqual(read(os.path.join(m.path, "model.safetensors")), read(local))
+                    os.unlink(local)
 
     def test_numpy_memmap_of_one_tensor_inside_the_file(self):
         with Mount(os.path.join(VECTORS, "gguf/tiny-llama-Q4_K_M.gguf")) as m:
