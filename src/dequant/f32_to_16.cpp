@@ -83,7 +83,8 @@ std::uint16_t f16_from_f32(float value) {
     if (magnitude >= 0x38800000u) {
         // A normal half (from 2^-14 up): exponent rebiased from 127 to 15, 13 mantissa bits dropped. A carry out of
         // the mantissa moves into the exponent, which is the correct next value.
-        return static_cast<std::uint16_t>(sign | rounded((magnitude - 0x38000000u) >> 13, magnitude & 0x1FFFu, 0x1000u));
+        const std::uint32_t rebiased = (magnitude - 0x38000000u) >> 13;
+        return static_cast<std::uint16_t>(sign | rounded(rebiased, magnitude & 0x1FFFu, 0x1000u));
     }
     // 2^-25 and below round to zero (2^-25 itself is the tie between 0 and the smallest subnormal: to even, 0).
     if (magnitude <= 0x33000000u) return sign;

@@ -317,7 +317,8 @@ inline void check_content(const std::uint8_t* data, std::size_t size) {
                 expect(whole.empty() || std::memcmp(whole.data(), data + tensor.offset + offset, whole.size()) == 0,
                        "tensor '" + tensor.name + "': raw differs from the source bytes");
                 const auto slice = content.source_slice(node, offset, length);
-                expect(slice && slice->file == tensor.file && (whole.empty() || slice->offset == tensor.offset + offset),
+                expect(slice && slice->file == tensor.file &&
+                           (whole.empty() || slice->offset == tensor.offset + offset),
                        "tensor '" + tensor.name + "': raw's source slice is not where its bytes are");
             }
             if (node.kind == NodeKind::DequantNpy) {
