@@ -7,12 +7,23 @@
 #include <chrono>
 #include <thread>
 
+#include "tensorfs/f32_to_16.hpp"
+
 namespace tensorfs {
 namespace {
 
 constexpr std::size_t kLargestChunk = 1 << 20;
 constexpr std::size_t kSmallestChunk = 4 << 10;
 constexpr std::uint64_t kChunksPerBudget = 16;
+
+// A 16-bit view decodes this many values at a time into a float32 buffer that stays in the L1 cache, and rounds
+// them from there.
+constexpr std::uint64_t kNarrowedAtOnce = 4096;
+
+// Where a tensor's stream of one view keeps its per-stream state (next_chunk_, offered_until_).
+std::size_t stream_of(std::uint32_t tensor, ValueView view) {
+    return std::size_t{tensor} * kValueViewCount + static_cast<std::size_t>(view);
+}
 
 // The cores this process may run on.
 unsigned usable_cores() {
@@ -49,8 +60,8 @@ DequantReader::DequantReader(const Catalog& catalog, const SourceFiles& files, S
       stats_(stats),
       chunk_bytes_(chunk_bytes_for_budget(cache_budget)),
       cache_(cache_budget, chunk_bytes_, stats),
-      next_chunk_(std::make_unique<std::atomic<std::uint64_t>[]>(catalog.tensors.size())),
-      offered_until_(std::make_unique<std::atomic<std::uint64_t>[]>(catalog.tensors.size())),
+      next_chunk_(std::make_unique<std::atomic<std::uint64_t>[]>(catalog.tensors.size() * kValueViewCount)),
+      offered_until_(std::make_unique<std::atomic<std::uint64_t>[]>(catalog.tensors.size() * kValueViewCount)),
       workers_(decode_workers(cache_budget / chunk_bytes_)),
       chunks_ahead_(chunks_ahead(workers_, cache_budget / chunk_bytes_)),
       ahead_(workers_, 4 * chunks_ahead_) {
@@ -59,90 +70,107 @@ DequantReader::DequantReader(const Catalog& catalog, const SourceFiles& files, S
     stats_.decode_workers = workers_;
 }
 
-std::uint64_t DequantReader::chunk_elements(const Tensor& tensor) const {
+std::uint64_t DequantReader::chunk_elements(const Tensor& tensor, ValueView view) const {
     const std::uint64_t block = tensor.type->block_elements;
-    return std::max<std::uint64_t>(1, chunk_bytes_ / 4 / block) * block;
+    return std::max<std::uint64_t>(1, chunk_bytes_ / bytes_per_value(view) / block) * block;
 }
 
-std::uint64_t DequantReader::chunk_count(const Tensor& tensor) const {
-    const std::uint64_t per_chunk = chunk_elements(tensor);
+std::uint64_t DequantReader::chunk_count(const Tensor& tensor, ValueView view) const {
+    const std::uint64_t per_chunk = chunk_elements(tensor, view);
     return (tensor.elements + per_chunk - 1) / per_chunk;
 }
 
-std::size_t DequantReader::chunk_size(const Tensor& tensor, std::uint64_t index) const {
-    const std::uint64_t per_chunk = chunk_elements(tensor);
+std::size_t DequantReader::chunk_size(const Tensor& tensor, ValueView view, std::uint64_t index) const {
+    const std::uint64_t per_chunk = chunk_elements(tensor, view);
     const std::uint64_t first = index * per_chunk;
-    return static_cast<std::size_t>(std::min(per_chunk, tensor.elements - first) * 4);
+    return static_cast<std::size_t>(std::min(per_chunk, tensor.elements - first) * bytes_per_value(view));
 }
 
-void DequantReader::decode(std::uint32_t index, std::uint64_t chunk, float* values) {
+void DequantReader::decode(std::uint32_t index, ValueView view, std::uint64_t chunk, float* values) {
     const Tensor& tensor = catalog_.tensors[index];
     const TypeTraits& type = *tensor.type;
-    const std::uint64_t first_block = chunk * (chunk_elements(tensor) / type.block_elements);
-    const std::uint64_t blocks = chunk_size(tensor, chunk) / 4 / type.block_elements;
+    const std::uint64_t first_block = chunk * (chunk_elements(tensor, view) / type.block_elements);
+    const std::uint64_t blocks = chunk_size(tensor, view, chunk) / bytes_per_value(view) / type.block_elements;
 
     thread_local std::vector<std::uint8_t> stored;
     stored.resize(blocks * type.block_bytes);
     files_.read_of_tensor(tensor, tensor.offset + first_block * type.block_bytes, stored.size(), stored.data());
 
     const auto started = std::chrono::steady_clock::now();
-    active_kernel(type)(stored.data(), blocks, values);
+    const DequantKernel kernel = active_kernel(type);
+    if (view == ValueView::F32) {
+        kernel(stored.data(), blocks, values);
+    } else {
+        const NarrowKernel narrow = view == ValueView::BF16 ? active_bf16_kernel() : active_f16_kernel();
+        auto* narrowed = reinterpret_cast<std::uint16_t*>(values);
+        const std::uint64_t blocks_at_once = std::max<std::uint64_t>(1, kNarrowedAtOnce / type.block_elements);
+        thread_local std::vector<float> decoded;
+        decoded.resize(blocks_at_once * type.block_elements);
+        for (std::uint64_t block = 0; block < blocks; block += blocks_at_once) {
+            const std::uint64_t count = std::min(blocks_at_once, blocks - block);
+            kernel(stored.data() + block * type.block_bytes, count, decoded.data());
+            narrow(decoded.data(), count * type.block_elements, narrowed + block * type.block_elements);
+        }
+    }
     const auto elapsed = std::chrono::steady_clock::now() - started;
     stats_.decode_nanoseconds.add(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
     stats_.bytes_decoded.add(blocks * type.block_elements * 4);
 }
 
-ChunkCache::Fill DequantReader::decoder(std::uint32_t tensor, std::uint64_t chunk) {
-    return [this, tensor, chunk](float* values) { decode(tensor, chunk, values); };
+ChunkCache::Fill DequantReader::decoder(std::uint32_t tensor, ValueView view, std::uint64_t chunk) {
+    return [this, tensor, view, chunk](float* values) { decode(tensor, view, chunk, values); };
 }
 
 void DequantReader::read_pieces(std::uint32_t index, std::uint64_t offset, std::size_t length,
-                                std::vector<Piece>& pieces) {
+                                std::vector<Piece>& pieces, ValueView view) {
     if (length == 0) return;
     const Tensor& tensor = catalog_.tensors[index];
-    const std::uint64_t chunk_stride = chunk_elements(tensor) * 4;
+    const std::uint64_t chunk_stride = chunk_elements(tensor, view) * bytes_per_value(view);
     const std::uint64_t first = offset / chunk_stride;
     const std::uint64_t last = (offset + length - 1) / chunk_stride;
+    const auto key = [&](std::uint64_t chunk) { return ChunkKey{index, chunk, static_cast<std::uint8_t>(view)}; };
 
-    const std::uint64_t expected = next_chunk_[index].exchange(last + 1, std::memory_order_relaxed);
+    const std::uint64_t expected = next_chunk_[stream_of(index, view)].exchange(last + 1, std::memory_order_relaxed);
     const bool sequential = first == expected || first + 1 == expected;
     if (sequential) {
-        decode_ahead_of(index, last);
+        decode_ahead_of(index, view, last);
     } else {
-        offered_until_[index].store(last, std::memory_order_relaxed);  // a stream may start here: nothing offered yet
+        offered_until_[stream_of(index, view)].store(last, std::memory_order_relaxed);  // a stream may start here
     }
 
     for (std::uint64_t chunk = first; chunk <= last; ++chunk) {
         const std::uint64_t chunk_start = chunk * chunk_stride;
-        const std::size_t size = chunk_size(tensor, chunk);
+        const std::size_t size = chunk_size(tensor, view, chunk);
         const std::uint64_t from = std::max(offset, chunk_start);
         const std::uint64_t to = std::min<std::uint64_t>(offset + length, chunk_start + size);
-        ChunkRef values = cache_.get(ChunkKey{index, chunk}, size, decoder(index, chunk));
+        ChunkRef values = cache_.get(key(chunk), size, decoder(index, view, chunk));
         pieces.push_back(Piece{std::move(values), static_cast<std::size_t>(from - chunk_start),
                                static_cast<std::size_t>(to - from)});
-        if (sequential && to == chunk_start + size) cache_.consumed(ChunkKey{index, chunk});
+        if (sequential && to == chunk_start + size) cache_.consumed(key(chunk));
     }
 }
 
-void DequantReader::decode_ahead_of(std::uint32_t index, std::uint64_t last) {
+void DequantReader::decode_ahead_of(std::uint32_t index, ValueView view, std::uint64_t last) {
     const Tensor& tensor = catalog_.tensors[index];
-    const std::uint64_t count = chunk_count(tensor);
+    const std::uint64_t count = chunk_count(tensor, view);
     if (last + 1 >= count) return;
     const std::uint64_t horizon = std::min(last + chunks_ahead_, count - 1);
     // Chunks up to the mark were offered by an earlier read of this stream; a mark outside (last, horizon] is left
     // by a stream elsewhere in the tensor.
-    const std::uint64_t mark = offered_until_[index].load(std::memory_order_relaxed);
+    std::atomic<std::uint64_t>& offered = offered_until_[stream_of(index, view)];
+    const std::uint64_t mark = offered.load(std::memory_order_relaxed);
     for (std::uint64_t chunk = mark > last && mark <= horizon ? mark + 1 : last + 1; chunk <= horizon; ++chunk) {
-        const std::size_t bytes = chunk_size(tensor, chunk);
-        const bool queued = ahead_.offer([this, index, chunk, bytes] {
+        const std::size_t bytes = chunk_size(tensor, view, chunk);
+        const bool queued = ahead_.offer([this, index, view, chunk, bytes] {
             try {
-                cache_.fill_ahead(ChunkKey{index, chunk}, bytes, decoder(index, chunk));
+                cache_.fill_ahead(ChunkKey{index, chunk, static_cast<std::uint8_t>(view)}, bytes,
+                                  decoder(index, view, chunk));
             } catch (...) {
                 // The reader that wants this chunk decodes it again and gets the error itself.
             }
         });
         if (!queued) return;  // the queue is full: the reader decodes the rest itself, or a later read offers it
-        offered_until_[index].store(chunk, std::memory_order_relaxed);
+        offered.store(chunk, std::memory_order_relaxed);
     }
 }
 
