@@ -61,7 +61,7 @@ private:
     const std::size_t chunk_bytes_;
     ChunkCache cache_;
     // Per tensor and view, the chunk after the last one read: a read that starts there (or one before) is
-    // sequential.
+    // sequential. The first read of a stream is not.
     std::unique_ptr<std::atomic<std::uint64_t>[]> next_chunk_;
     // Per tensor and view, the last chunk offered to the workers, so that each read offers only chunks not offered
     // yet.

@@ -20,6 +20,9 @@ constexpr std::uint64_t kChunksPerBudget = 16;
 // them from there.
 constexpr std::uint64_t kNarrowedAtOnce = 4096;
 
+// next_chunk_ of a stream that has not been read.
+constexpr std::uint64_t kNoReadYet = UINT64_MAX;
+
 // Where a tensor's stream of one view keeps its per-stream state (next_chunk_, offered_until_).
 std::size_t stream_of(std::uint32_t tensor, ValueView view) {
     return std::size_t{tensor} * kValueViewCount + static_cast<std::size_t>(view);
@@ -68,6 +71,11 @@ DequantReader::DequantReader(const Catalog& catalog, const SourceFiles& files, S
     stats_.cache_budget = cache_budget;
     stats_.cache_chunk_bytes = chunk_bytes_;
     stats_.decode_workers = workers_;
+    // No stream has read yet: its first read is never sequential, so a read that only touches a tensor's first bytes
+    // (the page of an export that holds the end of the header, a peek at a tensor) decodes nothing ahead.
+    for (std::size_t stream = 0; stream < catalog.tensors.size() * kValueViewCount; ++stream) {
+        next_chunk_[stream].store(kNoReadYet, std::memory_order_relaxed);
+    }
 }
 
 std::uint64_t DequantReader::chunk_elements(const Tensor& tensor, ValueView view) const {
