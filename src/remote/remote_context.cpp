@@ -9,12 +9,12 @@ constexpr std::size_t kRecentBytes = std::size_t{96} << 20;
 }  // namespace
 
 RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentials> credentials,
-                             std::string refusal_hint)
+                             ExplainRefusal explain)
     : own_counters_(options.counters == nullptr ? std::make_unique<RemoteCounters>() : nullptr),
       counters_(options.counters != nullptr ? options.counters : own_counters_.get()),
       http_(*counters_, std::move(credentials)),
       disk_(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir, options.disk_cache_size),
-      refusal_hint_(std::move(refusal_hint)) {}
+      explain_(std::move(explain)) {}
 
 bool RemoteContext::has_or_fetching(std::uint64_t serial, std::uint64_t index) {
     const Key key{serial, index};
