@@ -8,6 +8,7 @@
 
 #include "hub.hpp"
 #include "remote_context.hpp"
+#include "s3.hpp"
 #include "tensorfs/errors.hpp"
 #include "url.hpp"
 #include "url_folder.hpp"
@@ -52,10 +53,12 @@ std::filesystem::path default_cache_dir() {
 }
 
 bool is_remote_source(const std::string& source) {
-    return source.starts_with("http://") || source.starts_with("https://") || source.starts_with("hf://");
+    return source.starts_with("http://") || source.starts_with("https://") || source.starts_with("hf://") ||
+           source.starts_with("s3://");
 }
 
 ResolvedSource resolve_remote(const std::string& source, const SourceOptions& options) {
+    if (source.starts_with("s3://")) return remote::resolve_s3(source, options);
     if (source.starts_with("hf://")) {
         remote::HubAddress address = remote::parse_hub_address(source);
         std::string file;
