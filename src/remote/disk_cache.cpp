@@ -25,6 +25,8 @@ constexpr const char* kTemporaryPrefix = ".tmp-";
 constexpr double kEvictDownTo = 0.9;
 // A temporary file older than this was left by a process that died mid-write.
 constexpr auto kStaleTemporary = std::chrono::minutes(10);
+// Blocks waiting for the writer thread at most (8 MiB each).
+constexpr std::size_t kMaxQueuedWrites = 8;
 
 std::atomic<std::uint64_t> temporary_serial{0};
 
@@ -100,6 +102,39 @@ struct BlockFile {
 
 DiskCache::DiskCache(fs::path folder, std::uint64_t budget)
     : folder_(fs::absolute(folder) / "v1"), budget_(budget) {}
+
+DiskCache::~DiskCache() {
+    {
+        const std::lock_guard lock(queue_mutex_);
+        stopping_ = true;
+    }
+    queue_changed_.notify_all();
+    if (writer_.joinable()) writer_.join();
+}
+
+void DiskCache::write_later(fs::path object, std::uint64_t index, BlockPtr block) {
+    std::unique_lock lock(queue_mutex_);
+    queue_changed_.wait(lock, [&] { return queue_.size() < kMaxQueuedWrites; });
+    queue_.push_back(Write{std::move(object), index, std::move(block)});
+    if (!writer_.joinable()) writer_ = std::thread([this] { write_queued(); });
+    lock.unlock();
+    queue_changed_.notify_all();
+}
+
+// The writer thread: every queued block, also those queued when the cache is told to stop.
+void DiskCache::write_queued() {
+    std::unique_lock lock(queue_mutex_);
+    for (;;) {
+        queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping, and nothing left
+        Write next = std::move(queue_.front());
+        queue_.pop_front();
+        lock.unlock();
+        queue_changed_.notify_all();
+        write(next.object, next.index, next.block->bytes.get(), next.block->length);
+        lock.lock();
+    }
+}
 
 std::optional<fs::path> DiskCache::object_folder(const std::string& key) {
     if (!enabled()) return std::nullopt;

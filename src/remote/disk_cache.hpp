@@ -9,14 +9,22 @@
 // and when the folder grows past its budget the least recently used blocks are deleted (one process at a time,
 // under an flock). Two processes may write or delete the same block at once: rename and unlink are atomic, an
 // open descriptor keeps reading a deleted file, and a block that vanished is simply fetched again.
+//
+// Blocks are written by a thread of the cache's own, so that a slow disk (a busy machine's writes are throttled to
+// its disk's speed) never holds a fetched block back from its readers.
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
+
+#include "block.hpp"
 
 namespace tensorfs::remote {
 
@@ -24,6 +32,10 @@ class DiskCache {
 public:
     // `budget` 0: no disk cache (every lookup misses, nothing is written).
     DiskCache(std::filesystem::path folder, std::uint64_t budget);
+    // Finishes the writes still queued.
+    ~DiskCache();
+    DiskCache(const DiskCache&) = delete;
+    DiskCache& operator=(const DiskCache&) = delete;
 
     bool enabled() const { return budget_ > 0; }
     const std::filesystem::path& folder() const { return folder_; }
@@ -38,7 +50,18 @@ public:
     // Stores block `index`; failures (disk full, folder removed meanwhile) only mean the block is not kept.
     void write(const std::filesystem::path& object, std::uint64_t index, const char* data, std::size_t length);
 
+    // write(), later, on the writer thread (started at the first call: a daemon forks after opening its source).
+    // Waits while kMaxQueuedWrites blocks are queued, so that a disk that cannot keep up bounds the memory held.
+    void write_later(std::filesystem::path object, std::uint64_t index, BlockPtr block);
+
 private:
+    struct Write {
+        std::filesystem::path object;
+        std::uint64_t index;
+        BlockPtr block;
+    };
+    void write_queued();
+
     void evict_if_over_budget();
     std::uint64_t evict();
 
@@ -46,6 +69,12 @@ private:
     const std::uint64_t budget_;
     std::mutex mutex_;
     std::optional<std::uint64_t> used_;   // this process's estimate of the bytes in the folder; scanned at first
+
+    std::mutex queue_mutex_;
+    std::condition_variable queue_changed_;
+    std::deque<Write> queue_;
+    bool stopping_ = false;
+    std::thread writer_;
 };
 
 }  // namespace tensorfs::remote

@@ -15,18 +15,12 @@
 #include <utility>
 #include <vector>
 
+#include "block.hpp"
 #include "disk_cache.hpp"
 #include "http_client.hpp"
 #include "tensorfs/source_options.hpp"
 
 namespace tensorfs::remote {
-
-// Bytes of one block of a remote object.
-struct Block {
-    std::unique_ptr<char[]> bytes;
-    std::size_t length = 0;
-};
-using BlockPtr = std::shared_ptr<const Block>;
 
 // The line that tells a user why a server refused a request: the server's reason (HTTP status, S3's error code),
 // where it came from, and what to do about it (set HF_TOKEN, check the AWS credentials...).

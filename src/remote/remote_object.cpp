@@ -196,7 +196,7 @@ BlockPtr RemoteObject::load_block(std::uint64_t index) const {
     }
     context_->counters().disk_cache_misses.add(1);
     fetch(start, loaded->length, bytes);
-    if (folder) context_->disk().write(*folder, index, bytes, loaded->length);
+    if (folder) context_->disk().write_later(*folder, index, loaded);
     return loaded;
 }
 

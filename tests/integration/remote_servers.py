@@ -240,6 +240,8 @@ class FaultProxy:
     def serve(self, client):
         upstream = None
         buffered = b""
+        buffer = bytearray(1 << 20)
+        view = memoryview(buffer)
         try:
             while True:
                 head, buffered = self.read_head(client, buffered)
@@ -263,21 +265,26 @@ class FaultProxy:
                     upstream = socket.create_connection(("127.0.0.1", self.upstream))
                 upstream.sendall(head.encode("latin-1") + b"\r\n\r\n")
                 answer, rest = self.read_head(upstream, b"")
-                length = int(re.search(r"(?im)^content-length:\s*(\d+)", answer)[1]) \
-                    if re.search(r"(?im)^content-length:", answer) else 0
-                body = rest
-                while len(body) < length:
-                    chunk = upstream.recv(1 << 20)
-                    if not chunk:
-                        break
-                    body += chunk
+                if answer is None:
+                    return
+                length = re.search(r"(?im)^content-length:\s*(\d+)", answer)
+                length = int(length[1]) if length else 0
                 self.served.append((has_range, fault))
-                if fault and fault[0] in ("cut", "short"):
-                    client.sendall(answer.encode("latin-1") + b"\r\n\r\n" + body[:len(body) // 2])
+                # The body is streamed as it comes; a fault sends only its first half, then closes.
+                broken = fault is not None and fault[0] in ("cut", "short")
+                limit = length // 2 if broken else length
+                client.sendall(answer.encode("latin-1") + b"\r\n\r\n" + rest[:limit])
+                sent = min(len(rest), limit)
+                while sent < limit:
+                    got = upstream.recv_into(buffer, min(len(buffer), limit - sent))
+                    if got == 0:
+                        return
+                    client.sendall(view[:got])
+                    sent += got
+                if broken:
                     if fault[0] == "cut":
                         client.shutdown(socket.SHUT_RDWR)
                     return
-                client.sendall(answer.encode("latin-1") + b"\r\n\r\n" + body)
         except OSError:
             return
         finally:

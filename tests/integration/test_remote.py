@@ -104,6 +104,11 @@ class RemoteModel(unittest.TestCase):
         self.addCleanup(m.__exit__, None, None, None)
         return m
 
+    def unmount_and_wait(self, m):
+        """Unmounts; the daemon writes the blocks it still holds to the disk cache before it ends."""
+        m.__exit__(None, None, None)
+        self.assertTrue(wait_until(lambda: not daemon_pids(m.path), 60), "the daemon outlived its mount")
+
     def log_mark(self):
         return len(self.server.log_lines())
 
@@ -157,8 +162,9 @@ class FetchOnlyWhatIsRead(RemoteModel):
 
 class DiskCache(RemoteModel):
     def test_a_remount_reads_a_cached_tensor_with_no_request(self):
-        with Mount(self.url, "--cache-dir", self.cache) as m:
-            self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
+        m = Mount(self.url, "--cache-dir", self.cache).__enter__()
+        self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
+        self.unmount_and_wait(m)
         mark = self.log_mark()
         m = self.mount()
         self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
@@ -169,8 +175,9 @@ class DiskCache(RemoteModel):
         self.assertEqual(stats["disk_cache_misses"], 0)
 
     def test_cat_uses_the_same_cache(self):
-        with Mount(self.url, "--cache-dir", self.cache) as m:
-            self.assertEqual(read_file(m.tensor("c", "raw")), self.raw_of("c"))
+        m = Mount(self.url, "--cache-dir", self.cache).__enter__()
+        self.assertEqual(read_file(m.tensor("c", "raw")), self.raw_of("c"))
+        self.unmount_and_wait(m)
         mark = self.log_mark()
         result = run("cat", self.url, "c", "--raw", "--cache-dir", self.cache, text=False)
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -192,6 +199,8 @@ class DiskCache(RemoteModel):
         expected = [self.raw_of(name) for name in ("b", "d", "a")]
         self.assertEqual(results["1"], expected)
         self.assertEqual(results["2"], expected)
+        self.unmount_and_wait(first)
+        self.unmount_and_wait(second)
         self.check_blocks_are_whole_and_right()
 
     def check_blocks_are_whole_and_right(self):
@@ -205,6 +214,7 @@ class DiskCache(RemoteModel):
         m = self.mount(None, "-o", "disk_cache_size=20M")
         for name in ("a", "b", "c", "d"):
             self.assertEqual(read_file(m.tensor(name, "raw")), self.raw_of(name))
+        self.unmount_and_wait(m)
         self.assertLessEqual(sum(os.path.getsize(p) for p in self.block_files()), 20 * MIB)
         self.check_blocks_are_whole_and_right()
 
@@ -233,6 +243,7 @@ class DiskCache(RemoteModel):
         proxy.delay = 0
         m = self.mount(url)
         self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
+        self.unmount_and_wait(m)
         self.check_blocks_are_whole_and_right()
 
     @staticmethod
