@@ -56,8 +56,9 @@ class S3Server:
         self.folder = tempfile.mkdtemp(prefix="tensorfs-s3-")
         self.log_path = os.path.join(self.folder, "requests.log")
         settings.setdefault("accounts", [ACCOUNT, TEMPORARY])
-        self.process = subprocess.Popen([NODE, os.path.join(SERVERS, "s3_server.js"), os.path.join(self.folder, "data"),
-                                         self.log_path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        # s3rver makes its continuation tokens with DES, which OpenSSL 3 keeps in its legacy provider.
+        self.process = subprocess.Popen([NODE, "--openssl-legacy-provider", os.path.join(SERVERS, "s3_server.js"),
+                                         os.path.join(self.folder, "data"), self.log_path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)
         self.process.stdin.write(json.dumps(settings))
         self.process.stdin.close()
