@@ -19,6 +19,9 @@ struct ResolvedSource {
 // Whether SOURCE names a remote source (http://, https://, hf://, s3://) rather than a local path.
 bool is_remote_source(const std::string& source);
 
+// SOURCE as /proc/mounts and messages may show it: a URL without the user name and password it may carry.
+std::string shown_source(const std::string& source);
+
 // The folder and file of a remote SOURCE. Throws InvalidSource for an address that does not parse; nothing is
 // fetched yet (opening files and listing the folder do that).
 ResolvedSource resolve_remote(const std::string& source, const SourceOptions& options);

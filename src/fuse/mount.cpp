@@ -15,6 +15,7 @@
 #include "fuse_ops.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/open_source.hpp"
+#include "tensorfs/remote_source.hpp"
 
 extern char** environ;
 
@@ -87,7 +88,7 @@ int run_mount(const MountOptions& options) {
     Filesystem filesystem{*tree, content, *files, total_bytes, files->file(0).modified(), ::getuid(), ::getgid()};
 
     FuseArgs args;
-    args.strings = {"tensorfs", "-o", fixed_fuse_options(options.source)};
+    args.strings = {"tensorfs", "-o", fixed_fuse_options(shown_source(options.source))};
     for (const auto& option : options.fuse_options) {
         args.strings.push_back("-o");
         args.strings.push_back(option);

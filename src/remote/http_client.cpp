@@ -356,6 +356,8 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
         curl_easy_setopt(handle, CURLOPT_USERAGENT, "tensorfs/" TENSORFS_VERSION);
         curl_easy_setopt(handle, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
         curl_easy_setopt(handle, CURLOPT_TCP_KEEPALIVE, 1L);
+        // A web server's password from ~/.netrc, for its own host only (each redirect hop is a request of its own).
+        curl_easy_setopt(handle, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
         curl_easy_setopt(handle, CURLOPT_BUFFERSIZE, kReceiveBufferBytes);
         curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT, kConnectTimeoutSeconds);
         curl_easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, kLowSpeedBytes);

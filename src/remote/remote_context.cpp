@@ -4,7 +4,7 @@ namespace tensorfs::remote {
 namespace {
 
 // Blocks kept in memory across all objects of a source: the read-ahead window and the blocks being read.
-constexpr std::size_t kRecentBytes = std::size_t{96} << 20;
+constexpr std::size_t kRecentBytes = std::size_t{128} << 20;
 
 }  // namespace
 

@@ -16,8 +16,8 @@ namespace {
 // Asked for when an object is opened: a safetensors header or the first GGUF window mostly fits.
 constexpr std::size_t kHeadBytes = 64 << 10;
 // Blocks fetched ahead of a sequential reader, and the threads that fetch them (for all objects of the process).
-constexpr std::uint64_t kReadAheadBlocks = 4;
-constexpr unsigned kReadAheadThreads = 6;
+constexpr std::uint64_t kReadAheadBlocks = 8;
+constexpr unsigned kReadAheadThreads = 8;
 constexpr std::size_t kMaxQueuedAhead = 32;
 // Where this many recent reads ended is remembered: a read that starts at one of them is sequential.
 constexpr std::size_t kRecentEnds = 32;
@@ -110,15 +110,18 @@ RemoteObject::RemoteObject(std::shared_ptr<RemoteContext> context, std::string n
       context_(std::move(context)),
       url_(std::move(url)),
       identity_(std::move(identity)),
-      head_(std::move(head)),
-      serial_(context_->next_serial()) {}
+      serial_(context_->next_serial()),
+      head_(std::move(head)) {}
 
 void RemoteObject::read(std::uint64_t offset, std::size_t length, void* dst) const {
     if (length == 0) return;
     if (offset > size() || length > size() - offset) throw IoError(name(), "read past the end of the file");
-    if (offset + length <= head_.size()) {
-        std::memcpy(dst, head_.data() + offset, length);
-        return;
+    {
+        const std::lock_guard lock(head_mutex_);
+        if (offset + length <= head_.size()) {
+            std::memcpy(dst, head_.data() + offset, length);
+            return;
+        }
     }
     fetch(offset, length, static_cast<char*>(dst));
 }
@@ -127,6 +130,10 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
                                   std::uint64_t region_end) const {
     if (length == 0) return;
     if (offset > size() || length > size() - offset) throw IoError(name(), "read past the end of the file");
+    if (!head_dropped_.exchange(true)) {
+        const std::lock_guard lock(head_mutex_);
+        std::string().swap(head_);
+    }
     const std::uint64_t first = offset / kBlockBytes;
     const std::uint64_t last = (offset + length - 1) / kBlockBytes;
     // A reader that starts a region or goes on where a read ended gets the next blocks of the region fetched
@@ -176,19 +183,19 @@ void RemoteObject::read_ahead(std::uint64_t first, std::uint64_t last) const {
 }
 
 BlockPtr RemoteObject::block(std::uint64_t index) const {
-    return context_->block(serial_, index, [this, index] { return load_block(index); });
+    bool keep_on_disk = false;
+    BlockPtr loaded = context_->block(serial_, index, [&] { return load_block(index, keep_on_disk); });
+    // Kept on disk once its readers have it: a disk that falls behind never holds a block back from them.
+    if (keep_on_disk) context_->disk().write_later(*cache_folder(), index, loaded);
+    return loaded;
 }
 
-BlockPtr RemoteObject::load_block(std::uint64_t index) const {
+BlockPtr RemoteObject::load_block(std::uint64_t index, bool& keep_on_disk) const {
     const std::uint64_t start = index * kBlockBytes;
     auto loaded = std::make_shared<Block>();
     loaded->length = static_cast<std::size_t>(std::min<std::uint64_t>(kBlockBytes, size() - start));
     loaded->bytes.reset(new char[loaded->length]);
     char* bytes = loaded->bytes.get();
-    if (start + loaded->length <= head_.size()) {
-        std::memcpy(bytes, head_.data() + start, loaded->length);
-        return loaded;
-    }
     const auto& folder = cache_folder();
     if (folder && context_->disk().read(*folder, index, bytes, loaded->length)) {
         context_->counters().disk_cache_hits.add(1);
@@ -196,7 +203,7 @@ BlockPtr RemoteObject::load_block(std::uint64_t index) const {
     }
     context_->counters().disk_cache_misses.add(1);
     fetch(start, loaded->length, bytes);
-    if (folder) context_->disk().write_later(*folder, index, loaded);
+    keep_on_disk = folder.has_value();
     return loaded;
 }
 

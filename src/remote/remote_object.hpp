@@ -50,7 +50,9 @@ public:
 
 private:
     BlockPtr block(std::uint64_t index) const;
-    BlockPtr load_block(std::uint64_t index) const;
+    // From the disk cache or the network; `keep_on_disk` tells that it came from the network and has a place in
+    // the disk cache.
+    BlockPtr load_block(std::uint64_t index, bool& keep_on_disk) const;
     void read_ahead(std::uint64_t first, std::uint64_t last) const;
     // Whether a read at `offset` continues an earlier one (and records where this one ends).
     bool continues_a_read(std::uint64_t offset, std::uint64_t end) const;
@@ -63,8 +65,13 @@ private:
     std::shared_ptr<RemoteContext> context_;
     const std::string url_;
     const Identity identity_;
-    const std::string head_;            // the first bytes, fetched when opened
     const std::uint64_t serial_;
+
+    // The first bytes, fetched when opened, for the parsers' reads; let go at the first read of a tensor (parsing
+    // is over by then), so that a model of thousands of shards does not keep 64 KiB of each.
+    mutable std::mutex head_mutex_;
+    mutable std::string head_;
+    mutable std::atomic<bool> head_dropped_{false};
 
     mutable std::mutex mutex_;
     mutable std::string location_;      // where `url_` last redirected to: asked directly until it fails

@@ -28,7 +28,7 @@ std::shared_ptr<remote::RemoteContext> context_for(const std::string& source, co
                        "that may read this repository"
                      : "the Hub wants a token for it; set HF_TOKEN to a token that may read this repository";
     } else {
-        hint = "the server wants credentials (give them in the URL: https://USER:PASSWORD@HOST/...)";
+        hint = "the server wants credentials (put them in ~/.netrc for its host)";
     }
     auto explain = [hint](const remote::Response& response) {
         std::string text = response.status_text() + " (" + remote::without_credentials(response.url) + ")";
@@ -55,6 +55,10 @@ std::filesystem::path default_cache_dir() {
 bool is_remote_source(const std::string& source) {
     return source.starts_with("http://") || source.starts_with("https://") || source.starts_with("hf://") ||
            source.starts_with("s3://");
+}
+
+std::string shown_source(const std::string& source) {
+    return is_remote_source(source) ? remote::without_credentials(source) : source;
 }
 
 ResolvedSource resolve_remote(const std::string& source, const SourceOptions& options) {
