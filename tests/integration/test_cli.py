@@ -502,7 +502,10 @@ class CommandsFromTheHub(CommandsOverHttp):
 
 
 class CommandsFromS3(CommandsOverHttp):
+    """What S3 adds is addressing, signing and listing: the values that cat writes are checked over HTTP already."""
     where = s3_servers.S3
+    test_cat_f32_is_the_expected_values = None
+    test_cat_npy_loads_with_numpy = None
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import numpy as np
 import s3_servers
 from remote_servers import FaultProxy
 from s3_servers import ACCOUNT, BUCKET, PUBLIC_BUCKET, SERVERS, TEMPORARY, NODE
-from tensorfs_mount import VECTORS, Mount, daemon_pids, manifest, run, same_floats
+from tensorfs_mount import VECTORS, Mount, daemon_pids, manifest, run, same_floats, wait_until
 from test_remote import BLOCK, HEAD, make_model, read_file, stats_of, write_safetensors
 
 SHARDED = "safetensors/sharded"
@@ -379,6 +379,8 @@ class SharedRemoteLayer(S3Model):
             self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
         finally:
             m.__exit__(None, None, None)
+        # The daemon writes the blocks it still holds to the disk cache before it ends.
+        self.assertTrue(wait_until(lambda: not daemon_pids(m.path), 60), "the daemon outlived its mount")
         requests = self.requests_since(mark)
         self.assertEqual(requests[0]["range"], f"bytes=0-{HEAD - 1}")
         offset, size = self.spans["b"]
