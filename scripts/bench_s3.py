@@ -34,6 +34,15 @@ def curl_rate(server, account, key, offset, nbytes):
     return nbytes / (time.monotonic() - started)
 
 
+def unmount_and_wait(bench, mountpoint):
+    """Unmounts and waits for the daemon to end: it writes the blocks it still holds to the disk cache first."""
+    pid = bench.daemon_pid(mountpoint)
+    bench.unmount(mountpoint)
+    deadline = time.monotonic() + 120
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def upload(server, path, key):
     with open(path, "rb") as f:
         server.put(BUCKET, key, f.read())
@@ -60,7 +69,7 @@ def run(bench, big, big_tensor, shards):
             cache = tempfile.mkdtemp(prefix="cache-", dir=bench.work)
             mountpoint = bench.mount(source, "--cache-dir", cache)
             first = bench.timed("seq", os.path.join(mountpoint, big_tensor, "raw"))
-            bench.unmount(mountpoint)
+            unmount_and_wait(bench, mountpoint)
             shutil.rmtree(cache)
             firsts.append((first, curl_rate(server, s3_servers.ACCOUNT, "big.safetensors", meta["offset"],
                                             meta["nbytes"])))
