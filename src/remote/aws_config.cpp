@@ -7,14 +7,13 @@
 #include <array>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include "tensorfs/errors.hpp"
 
 namespace tensorfs::remote {
 namespace {
 
-constexpr std::uint64_t kMaxFileBytes = 1 << 20;
+constexpr std::size_t kMaxFileBytes = 1 << 20;
 constexpr std::string_view kDefaultRegion = "us-east-1";
 
 // Ways of getting credentials that AWS's tools know and tensorfs does not take: profile keys and variables.
@@ -68,10 +67,12 @@ std::map<std::string, IniSection> read_ini_file(const std::string& path) {
         if (::access(path.c_str(), F_OK) != 0) return {};
         refuse(path, "cannot be read");
     }
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (text.str().size() > kMaxFileBytes) refuse(path, "is larger than 1 MiB: not an AWS settings file");
-    return parse_ini(text.str());
+    // At most one byte more than allowed is read: the file may be endless (a device, a pipe).
+    std::string text(kMaxFileBytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxFileBytes) refuse(path, "is larger than 1 MiB: not an AWS settings file");
+    return parse_ini(text);
 }
 
 bool is_true(const std::optional<std::string>& value) { return value && lower(trim(*value)) == "true"; }
@@ -220,14 +221,15 @@ AwsSettings read_aws_settings(const Environment& environment) {
     files.config = read_ini_file(files.config_path);
 
     AwsSettings settings;
-    auto named_profile = variable(environment, "AWS_PROFILE");
-    if (!named_profile) named_profile = variable(environment, "AWS_DEFAULT_PROFILE");
+    std::string profile_variable = "AWS_PROFILE";
+    auto named_profile = variable(environment, profile_variable);
+    if (!named_profile) named_profile = variable(environment, profile_variable = "AWS_DEFAULT_PROFILE");
     settings.profile = named_profile.value_or("default");
     const IniSection* credentials_profile = files.credentials_profile(settings.profile);
     const IniSection* config_profile = files.config_profile(settings.profile);
     if (named_profile && credentials_profile == nullptr && config_profile == nullptr) {
-        refuse(files.config_path, "has no profile '" + settings.profile + "' (named by AWS_PROFILE), and " +
-                                      files.credentials_path + " has none either");
+        refuse(files.config_path, "has no profile '" + settings.profile + "' (named by " + profile_variable +
+                                      "), and " + files.credentials_path + " has none either");
     }
 
     settings.keys = keys_from_environment(environment);
