@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 
 #include "tensorfs/stats.hpp"
 
@@ -20,7 +21,7 @@ struct SourceOptions {
     // Bytes the cache folder may hold (least recently used blocks go first); 0 turns the disk cache off.
     std::uint64_t disk_cache_size = kDefaultDiskCacheSize;
     // Where the remote layer counts requests, bytes, retries, cache hits; nullptr: counted nowhere visible.
-    RemoteCounters* counters = nullptr;
+    std::shared_ptr<RemoteCounters> counters;
 };
 
 // $XDG_CACHE_HOME/tensorfs, else $HOME/.cache/tensorfs, else the user's home from the password database.

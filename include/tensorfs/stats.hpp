@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -20,8 +21,8 @@ struct FileKindCounters {
     Counter bytes;
 };
 
-// What the remote layer (HTTP, the Hub, S3) did for this mount or command; zero for local sources. Owned by Stats
-// and handed to the remote layer through SourceOptions, so it can live wherever Stats lives.
+// What the remote layer (HTTP, the Hub, S3) did for this mount or command; zero for local sources. Shared by Stats
+// and the remote layer (through SourceOptions), whose read-ahead may still finish a fetch after the mount ended.
 struct RemoteCounters {
     Counter requests;           // HTTP requests sent (each retry and redirect hop counts)
     Counter bytes_fetched;      // body bytes received for ranges asked for
@@ -44,7 +45,7 @@ struct Stats {
     std::atomic<std::uint64_t> cache_bytes_in_use{0};
     std::uint64_t cache_budget = 0;
     std::uint64_t cache_chunk_bytes = 0;   // the usual size of a decoded chunk
-    RemoteCounters remote;
+    std::shared_ptr<RemoteCounters> remote = std::make_shared<RemoteCounters>();
 
     // The counters as JSON, padded with spaces to a fixed size so that stat() of stats.json is exact.
     std::string render_json() const;

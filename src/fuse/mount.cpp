@@ -73,7 +73,7 @@ int run_mount(const MountOptions& options) {
     std::unique_ptr<SourceFiles> files;
     try {
         SourceOptions source_options = options.source_options;
-        source_options.counters = &stats.remote;
+        source_options.counters = stats.remote;
         catalog = std::make_unique<Catalog>(open_catalog(options.source, source_options));
         tree = std::make_unique<Tree>(*catalog);
         files = std::make_unique<SourceFiles>(*catalog);

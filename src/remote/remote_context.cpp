@@ -10,8 +10,7 @@ constexpr std::size_t kRecentBytes = std::size_t{128} << 20;
 
 RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentials> credentials,
                              ExplainRefusal explain)
-    : own_counters_(options.counters == nullptr ? std::make_unique<RemoteCounters>() : nullptr),
-      counters_(options.counters != nullptr ? options.counters : own_counters_.get()),
+    : counters_(options.counters != nullptr ? options.counters : std::make_shared<RemoteCounters>()),
       http_(*counters_, std::move(credentials)),
       disk_(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir, options.disk_cache_size),
       explain_(std::move(explain)) {}

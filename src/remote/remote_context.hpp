@@ -50,8 +50,7 @@ private:
     using Key = std::pair<std::uint64_t, std::uint64_t>;
     void keep(const Key& key, BlockPtr block);
 
-    std::unique_ptr<RemoteCounters> own_counters_;  // when the options gave none
-    RemoteCounters* counters_;
+    std::shared_ptr<RemoteCounters> counters_;
     HttpClient http_;
     DiskCache disk_;
     ExplainRefusal explain_;

@@ -137,10 +137,13 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
     const std::uint64_t first = offset / kBlockBytes;
     const std::uint64_t last = (offset + length - 1) / kBlockBytes;
     // A reader that starts a region or goes on where a read ended gets the next blocks of the region fetched
-    // ahead; the later blocks of a read that spans several are fetched at once too.
+    // ahead, the more the further it has come (1 block ahead in the region's first block, up to kReadAheadBlocks):
+    // one that only peeks at a tensor's start costs a block, not a window. The later blocks of a read that spans
+    // several are fetched at once too.
     const bool sequential = continues_a_read(offset, offset + length) || offset == region_begin;
     if (sequential && region_end > 0) {
-        read_ahead(last + 1, std::min(last + kReadAheadBlocks, (std::min(region_end, size()) - 1) / kBlockBytes));
+        const std::uint64_t window = std::min(kReadAheadBlocks, last - region_begin / kBlockBytes + 1);
+        read_ahead(last + 1, std::min(last + window, (std::min(region_end, size()) - 1) / kBlockBytes));
     }
     if (last > first) read_ahead(first + 1, last);
 

@@ -39,7 +39,7 @@ std::string Stats::render_json() const {
           {"budget", cache_budget},
           {"chunk_bytes", cache_chunk_bytes}}},
         {"decode", {{"bytes", bytes_decoded.get()}, {"seconds", decode_nanoseconds.get() / 1e9}}},
-        {"remote", remote.to_json()},
+        {"remote", remote->to_json()},
     };
     std::string text = stats.dump(2);
     if (text.size() + 1 < kStatsJsonSize) text.append(kStatsJsonSize - 1 - text.size(), ' ');

@@ -67,7 +67,8 @@ def make_certificates(folder):
 
 def hub_layout(root, data):
     """The files of `data` under `root/files/ORG/REPO/REV/` (symlinks) and the Hub's tree listings of every folder
-    under `root/api/models/ORG/REPO/tree/REV[/PATH]/tree.json`."""
+    under `root/api/models/ORG/REPO/tree/REV[/PATH]/tree.json`; and test-org/paged, the files of
+    safetensors/sharded with their listing in two pages (`root/paged/page1.json`, `page2.json`)."""
     files = os.path.join(root, "files", HUB_REPO, HUB_REVISION)
     listings = os.path.join(root, "api", "models", HUB_REPO, "tree", HUB_REVISION)
     for folder, subfolders, names in os.walk(data):
@@ -86,6 +87,15 @@ def hub_layout(root, data):
                             "path": os.path.join(relative, name) if relative else name})
         with open(os.path.join(listings, relative, "tree.json"), "w") as f:
             json.dump(entries, f)
+        if relative == os.path.join("safetensors", "sharded"):
+            paged = os.path.join(root, "files", "test-org", "paged")
+            os.makedirs(os.path.join(root, "paged"), exist_ok=True)
+            os.makedirs(paged, exist_ok=True)
+            os.symlink(folder, os.path.join(paged, HUB_REVISION))
+            listed = [dict(e, path=os.path.basename(e["path"])) for e in entries if e["type"] == "file"]
+            for page, part in (("page1.json", listed[:len(listed) // 2]), ("page2.json", listed[len(listed) // 2:])):
+                with open(os.path.join(root, "paged", page), "w") as f:
+                    json.dump(part, f)
 
 
 class Nginx:
@@ -147,6 +157,15 @@ http {{
             default_type application/json;
             try_files $uri/tree.json =404;
         }}
+        # A repository whose listing comes in two pages, as the Hub pages long listings (Link: <next>; rel="next").
+        location = /api/models/test-org/paged/tree/main {{
+            default_type application/json;
+            if ($arg_cursor = "") {{
+                add_header Link '<http://127.0.0.1:{self.hub}/api/models/test-org/paged/tree/main?cursor=2>; rel="next"';
+                rewrite ^ /paged/page1.json break;
+            }}
+            rewrite ^ /paged/page2.json break;
+        }}
         # A private repository (no token or a wrong one: 401) and a gated one (403), as the Hub answers them.
         location ^~ /api/models/test-org/private/ {{ return 401; }}
         location ^~ /test-org/private/ {{ return 401; }}
@@ -178,16 +197,17 @@ http {{
             return f.readlines()
 
 
-LOG_LINE = re.compile(r'^(\S+) "([^"]*)" (\d+) (\d+) "([^"]*)"')
+LOG_LINE = re.compile(r'^(\S+) "([^"]*)" (\d+) (\d+) "([^"]*)" "([^"]*)"')
 
 
 def requests_in(lines):
-    """(method, uri, status, body bytes, range) of each access-log line."""
+    """(method, uri, status, body bytes, range, if-match) of each access-log line (nginx writes a quote in a
+    header as \\x22)."""
     found = []
     for line in lines:
         match = LOG_LINE.match(line)
         if match:
-            found.append((match[1], match[2], int(match[3]), int(match[4]), match[5]))
+            found.append((match[1], match[2], int(match[3]), int(match[4]), match[5], match[6].replace("\\x22", '"')))
     return found
 
 

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import tempfile
@@ -71,7 +72,7 @@ def stats_of(mount):
 def ranges_of(requests):
     """(first, last) of every ranged request."""
     found = []
-    for _, _, _, _, header in requests:
+    for _, _, _, _, header, _ in requests:
         if header.startswith("bytes="):
             first, last = header[len("bytes="):].split("-")
             found.append((int(first), int(last)))
@@ -155,10 +156,23 @@ class FetchOnlyWhatIsRead(RemoteModel):
                     self.assertGreaterEqual(first, offset - BLOCK)
                     self.assertLessEqual(last, offset + size + BLOCK)
                 self.assertTrue(all(r[2] == 206 for r in requests), requests)
+                # Every range request is conditional on the ETag the mount recorded (nginx's: "mtime-size").
+                etag = '"%x-%x"' % (int(os.stat(os.path.join(self.data, "big.safetensors")).st_mtime),
+                                    len(self.bytes))
+                self.assertEqual({r[5] for r in requests}, {etag})
                 stats = stats_of(m)
                 self.assertEqual(stats["requests"], 1 + len(requests))
                 self.assertEqual(stats["bytes_fetched"], HEAD + fetched)
                 self.assertEqual(stats["retries"], 0)
+
+
+    def test_peeking_at_a_tensor_fetches_a_block_or_two(self):
+        m = self.mount()
+        mark = self.log_mark()
+        with open(m.tensor("b", "raw"), "rb") as f:
+            self.assertEqual(f.read(4096), self.raw_of("b")[:4096])
+        fetched = sum(r[3] for r in self.requests_since(mark))
+        self.assertLessEqual(fetched, 2 * BLOCK)
 
 
 class DiskCache(RemoteModel):
@@ -391,6 +405,14 @@ class HubCredentials(unittest.TestCase):
             f.write(self.SECRET + "\n")
         self.check_token_stays_with_the_hub(self.env(HF_HOME=home))
 
+    def test_a_listing_in_pages(self):
+        """The index of test-org/paged is on the second page of its listing: the folder rule must see it."""
+        result = run("info", "--json", "hf://test-org/paged", env=self.env())
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual([f["path"] for f in json.loads(result.stdout)["files"]],
+                         [f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)])
+        self.assertIn("total_size", json.loads(result.stdout)["metadata"])
+
     def test_refused_credentials_name_hf_token(self):
         for source, status in (("hf://test-org/private/model.safetensors", "401"), ("hf://test-org/gated", "403")):
             for env in (self.env(), self.env(HF_TOKEN=self.SECRET)):
@@ -428,9 +450,10 @@ class SourceErrors(unittest.TestCase):
                     self.assertFalse(is_mounted(folder))
 
     def test_a_server_that_cannot_be_reached(self):
-        port = remote_servers.free_port()  # nothing listens there
-        source = f"http://127.0.0.1:{port}/model.gguf"
-        self.assert_one_line(["validate", source], f"tensorfs: {source}: ", "cannot connect")
+        with socket.socket() as held:  # a port bound here and never listened on: connections are refused
+            held.bind(("127.0.0.1", 0))
+            source = f"http://127.0.0.1:{held.getsockname()[1]}/model.gguf"
+            self.assert_one_line(["validate", source], f"tensorfs: {source}: ", "cannot connect")
 
     def test_an_untrusted_certificate_is_one_clear_line(self):
         env = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "CURL_CA_BUNDLE")}
