@@ -5,7 +5,8 @@ RequestTimeTooSkewed, InvalidToken, AccessDenied...). Its npm packages are insta
 package-lock.json with `npm ci` at first use.
 
 The shared store holds tests/data/vectors in the bucket `vectors` (read with ACCOUNT's keys) and in the public
-bucket `public-vectors` (read unsigned); `S3` below names the vectors there for the acceptance tests."""
+bucket `public-vectors` (read unsigned); `S3` below names the vectors there for the acceptance tests. Before any
+test uses it, it is checked to refuse a wrong secret, a tampered query and a stale date."""
 import atexit
 import fcntl
 import http.client
@@ -15,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 import urllib.parse
 
 from remote_servers import Where, _die_with_parent
@@ -108,6 +110,40 @@ class S3Server:
         status, body = self.request("PUT", "/.front/settings", json.dumps(changes).encode(), port=self.front)
         assert status == 204, (status, body)
 
+    def signed_headers(self, path, query, keys=ACCOUNT, date=None, headers=None):
+        """The headers of a GET of `path` with `query` ({name: value}) signed by AWS's own signer
+        (tests/servers/s3_sign.js) with `keys`, at `date` (ISO 8601; default now)."""
+        request = {"method": "GET", "host": f"127.0.0.1:{self.front}", "path": path, "query": query,
+                   "headers": headers or {}, "region": "us-east-1",
+                   "date": date or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **keys}
+        result = subprocess.run([NODE, os.path.join(SERVERS, "s3_sign.js")], input=json.dumps(request),
+                                capture_output=True, text=True, timeout=60, check=True)
+        return json.loads(result.stdout)
+
+    def send(self, target, headers):
+        """(status, S3's error code or None) of a GET of `target` (path and query as sent) through the front."""
+        status, body = self.request("GET", target, port=self.front, headers=headers)
+        text = body.decode(errors="replace")
+        return status, text.split("<Code>")[1].split("</Code>")[0] if "<Code>" in text else None
+
+    def check_front(self):
+        """Raises unless the front serves a request signed right and refuses one signed with a wrong secret, one
+        whose query was changed after signing and one signed 20 minutes ago: what the tests rely on."""
+        path, query = f"/{BUCKET}", {"list-type": "2", "prefix": "gguf/"}
+        stale = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 20 * 60))
+        wrong = dict(ACCOUNT, secret_key=ACCOUNT["secret_key"] + "x")
+        cases = [("a right signature", path + "?list-type=2&prefix=gguf%2F", {}, (200, None)),
+                 ("a wrong secret", path + "?list-type=2&prefix=gguf%2F", {"keys": wrong},
+                  (403, "SignatureDoesNotMatch")),
+                 ("a tampered query", path + "?list-type=2&prefix=safetensors%2F", {},
+                  (403, "SignatureDoesNotMatch")),
+                 ("a stale date", path + "?list-type=2&prefix=gguf%2F", {"date": stale},
+                  (403, "RequestTimeTooSkewed"))]
+        for what, target, signing, expected in cases:
+            answer = self.send(target, self.signed_headers(path, query, **signing))
+            if answer != expected:
+                raise RuntimeError(f"the S3 front answers {answer} to {what}, not {expected}")
+
     def log(self):
         """One dict per request through the front: method, path, query, range, signed_headers, who, status,
         error (S3's code of a refusal), bytes."""
@@ -141,6 +177,7 @@ def shared():
         for bucket in (BUCKET, PUBLIC_BUCKET):
             _shared.create_bucket(bucket)
             _shared.put_tree(bucket, VECTORS)
+        _shared.check_front()
     return _shared
 
 

@@ -5,11 +5,9 @@ unsigned reads of a public bucket, each refusal as one line with S3's code, the 
 disk cache, an object overwritten under a live mount, and no secret anywhere a user or another process sees."""
 import calendar
 import errno
-import http.client
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 import unittest
@@ -18,7 +16,7 @@ import numpy as np
 
 import s3_servers
 from remote_servers import FaultProxy
-from s3_servers import ACCOUNT, BUCKET, PUBLIC_BUCKET, SERVERS, TEMPORARY, NODE
+from s3_servers import ACCOUNT, BUCKET, PUBLIC_BUCKET, TEMPORARY
 from tensorfs_mount import VECTORS, Mount, daemon_pids, manifest, run, same_floats, wait_until
 from test_remote import BLOCK, HEAD, make_model, read_file, stats_of, write_safetensors
 
@@ -78,29 +76,16 @@ class S3Test(unittest.TestCase):
 
 class FrontRefusesWhatS3Refuses(S3Test):
     """The front is only worth testing against if it refuses bad signatures: requests signed by AWS's own signer
-    (tests/servers/s3_sign.js), sent as signed and then altered."""
+    (tests/servers/s3_sign.js), sent as signed and then altered. (Every test process also checks the first three
+    cases when it starts the store: s3_servers.shared().)"""
 
     KEY = "gguf/mixed.gguf"
 
     def signed_headers(self, path, query, keys=ACCOUNT, date=None, headers=None):
-        request = {"method": "GET", "host": f"127.0.0.1:{self.server.front}", "path": path, "query": query,
-                   "headers": headers or {}, "region": "us-east-1",
-                   "date": date or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **keys}
-        result = subprocess.run([NODE, os.path.join(SERVERS, "s3_sign.js")], input=json.dumps(request),
-                                capture_output=True, text=True, timeout=60, check=True)
-        return json.loads(result.stdout)
+        return self.server.signed_headers(path, query, keys, date, headers)
 
     def send(self, target, headers):
-        """(status, S3's error code or None) of a GET of `target` (path and query as sent) with `headers`."""
-        connection = http.client.HTTPConnection("127.0.0.1", self.server.front, timeout=60)
-        try:
-            connection.request("GET", target, headers=headers)
-            answer = connection.getresponse()
-            body = answer.read().decode(errors="replace")
-        finally:
-            connection.close()
-        code = body.split("<Code>")[1].split("</Code>")[0] if "<Code>" in body else None
-        return answer.status, code
+        return self.server.send(target, headers)
 
     def test_a_request_signed_right_is_served(self):
         path = f"/{BUCKET}/{self.KEY}"
