@@ -13,6 +13,7 @@
 #include "remote/xml.hpp"
 #include "temp_folder.hpp"
 #include "tensorfs/errors.hpp"
+#include "vectors.hpp"
 
 namespace tensorfs::remote {
 
@@ -67,6 +68,28 @@ BOOST_AUTO_TEST_CASE(listing_pages) {
                       std::runtime_error);
     BOOST_CHECK_THROW(read_listing_page("<Error><Code>AccessDenied</Code></Error>"), std::runtime_error);
     BOOST_CHECK_THROW(read_listing_page("[{\"not\": \"xml\"}]"), std::runtime_error);
+}
+
+// The answers in tests/data/s3 (also the seeds of the fuzz target fuzz_s3_answer), as S3 writes them.
+std::string s3_answer(const std::string& name) {
+    const auto bytes = test::read_bytes(test::data_path("s3/" + name));
+    return std::string(bytes.begin(), bytes.end());
+}
+
+BOOST_AUTO_TEST_CASE(answers_as_s3_writes_them) {
+    const S3ListingPage first = read_listing_page(s3_answer("list-objects-v2-truncated.xml"));
+    BOOST_TEST(first.keys == (std::vector<std::string>{"llama/model-00001-of-00002.safetensors",
+                                                       "llama/model-00002-of-00002.safetensors"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(first.next_continuation == "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=");
+    const S3ListingPage last = read_listing_page(s3_answer("list-objects-v2-last-page.xml"));
+    BOOST_TEST(last.keys == (std::vector<std::string>{"llama/model.safetensors.index.json", "llama/a & b.gguf"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(last.next_continuation.empty());
+    const XmlElement error = parse_xml(s3_answer("error-wrong-region.xml"));
+    BOOST_TEST(error.child_text("Code").value() == "AuthorizationHeaderMalformed");
+    BOOST_TEST(error.child_text("Region").value() == "eu-west-3");
+    BOOST_TEST(parse_xml(s3_answer("error-access-denied.xml")).child_text("HostId").value() == "\xE4\xB8\x80\xC3\xA9");
 }
 
 BOOST_AUTO_TEST_CASE(s3_error_codes_lead_the_status_text) {
