@@ -7,7 +7,9 @@ namespace tensorfs::remote {
 namespace {
 
 constexpr int kMaxDepth = 32;
-constexpr std::size_t kMaxElements = 4'000'000;
+// A ListObjectsV2 page holds at most 1,000 entries of a dozen elements each: a document with many more is not one
+// of S3's, and refusing it bounds the tree's memory (about 100 bytes per element) whatever the input.
+constexpr std::size_t kMaxElements = 100'000;
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 

@@ -43,6 +43,9 @@ BOOST_AUTO_TEST_CASE(xml_that_is_not_well_formed_or_too_deep_is_refused) {
     for (int i = 0; i < 40; ++i) deep += "<a>";
     for (int i = 0; i < 40; ++i) deep += "</a>";
     BOOST_CHECK_THROW(parse_xml(deep), XmlError);
+    std::string wide = "<a>";
+    for (int i = 0; i < 100'000; ++i) wide += "<b/>";
+    BOOST_CHECK_THROW(parse_xml(wide + "</a>"), XmlError);
 }
 
 BOOST_AUTO_TEST_CASE(listing_pages) {
