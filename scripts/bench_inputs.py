@@ -9,9 +9,8 @@ FOLDER/q6_k.gguf             Q6_K model, 12 tensors of 16384 x 4096 x S (630 MiB
 FOLDER/moe-small/            100,000 F32 tensors in 200 safetensors shards + index, sparse files
 FOLDER/moe-large/            the same names and shards with a data section 100 times larger, sparse files
 FOLDER/remote/big.safetensors  one BF16 tensor of 512 MiB x S, for the remote figures
-FOLDER/remote/moe-small/       moe-small again, served over HTTP (and S3) by the remote figures
-S < 1 makes everything smaller, for a quick try of the script itself. --only read|remote writes one part (s3: the
-remote one).
+FOLDER/remote/moe-small/       moe-small again, served over HTTP by the remote figures
+S < 1 makes everything smaller, for a quick try of the script itself. --only read|remote writes one part.
 """
 import argparse
 import json
@@ -132,7 +131,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("folder")
     parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--only", choices=("read", "remote", "s3"), default=None)
+    parser.add_argument("--only", choices=("read", "remote"), default=None)
     args = parser.parse_args()
     rng = np.random.default_rng(5)
     os.makedirs(args.folder, exist_ok=True)
@@ -142,7 +141,7 @@ def main():
         os.makedirs(remote, exist_ok=True)
         write_remote_model(os.path.join(remote, "big.safetensors"), args.scale, rng)
         write_sparse_checkpoint(os.path.join(remote, "moe-small"), tensors, 200, 1024)
-    if args.only in ("remote", "s3"):
+    if args.only == "remote":
         return
     write_bf16_model(os.path.join(args.folder, "bf16.safetensors"), args.scale, rng)
     write_gguf_model(os.path.join(args.folder, "q4_k.gguf"), "Q4_K", 16, args.scale, rng)
