@@ -27,7 +27,7 @@ SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Co
 
 
 def tensor_names(mountpoint):
-    return sorted(n for n in os.listdir(mountpoint) if n not in ("model.json", ".tensorfs"))
+    return sorted(n for n in os.listdir(mountpoint) if n not in ("model.json", "model.safetensors", ".tensorfs"))
 
 
 class S3Test(unittest.TestCase):
