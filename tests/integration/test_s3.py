@@ -239,6 +239,8 @@ class Credentials(S3Test):
         m = self.mount(source, self.env(TEMPORARY))
         seen = [read_file(os.path.join(m.path, "model.json")), read_file(os.path.join(m.path, ".tensorfs/stats.json")),
                 read_file("/proc/self/mountinfo")]
+        with open(os.path.join(m.path, "model.safetensors"), "rb") as f:
+            seen.append(f.read(1 << 16))  # its header, with the source's metadata
         for name in tensor_names(m.path)[:3]:
             seen.append(read_file(m.tensor(name, "meta.json")))
         [pid] = daemon_pids(m.path)
