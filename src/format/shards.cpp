@@ -1,17 +1,18 @@
-#include "safetensors_shards.hpp"
+#include "shards.hpp"
 
 #include "in_parallel.hpp"
 
-namespace tensorfs::safetensors {
+namespace tensorfs {
 
-std::vector<ShardHeader> read_shard_headers(const SourceFolder& folder, const std::vector<std::string>& names) {
-    std::vector<ShardHeader> shards(names.size());
+std::vector<Shard> read_shards(const SourceFolder& folder, const std::vector<std::string>& names,
+                               const FileReader& reader) {
+    std::vector<Shard> shards(names.size());
     in_parallel(names.size(), folder.parallel_reads(), [&](std::size_t index) {
-        ShardHeader& shard = shards[index];
+        Shard& shard = shards[index];
         shard.name = names[index];
         try {
             shard.file = folder.open_if_exists(shard.name);
-            if (shard.file != nullptr) shard.header = read_header(*shard.file, shard.problems);
+            if (shard.file != nullptr) shard.contents = reader(*shard.file, shard.problems);
         } catch (const InvalidSource& invalid) {
             for (const auto& problem : invalid.problems()) {
                 shard.problems.add(problem.file, problem.what, problem.at_byte);
@@ -21,4 +22,4 @@ std::vector<ShardHeader> read_shard_headers(const SourceFolder& folder, const st
     return shards;
 }
 
-}  // namespace tensorfs::safetensors
+}  // namespace tensorfs

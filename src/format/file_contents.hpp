@@ -1,0 +1,27 @@
+// What a format's parser reads from one file of a model, before the files are put together into a Catalog.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tensorfs/catalog.hpp"
+#include "tensorfs/errors.hpp"
+#include "tensorfs/source_object.hpp"
+
+namespace tensorfs {
+
+struct FileContents {
+    std::uint64_t file_size = 0;
+    std::vector<Tensor> tensors;  // in the order the catalog lists them; Tensor::file is left 0
+    nlohmann::ordered_json metadata = nlohmann::ordered_json::object();
+};
+
+// Reads one file of a format with bounded reads, adding one problem (naming the file) per broken rule; nullopt
+// when any rule broke. Throws InvalidSource only for problems found by the folder (a file that cannot be opened).
+using FileReader = std::function<std::optional<FileContents>(const SourceObject& file, Problems& problems)>;
+
+}  // namespace tensorfs
