@@ -75,6 +75,32 @@ constexpr std::array kSafetensorsDtypes{
     TypeTraits{"F6_E3M2", -1, 4, 3, k::f6_e3m2, nullptr},
 };
 
+// PyTorch dtypes, named as torch prints them without "torch.". The same element layouts as the safetensors ones,
+// with the same kernels; complex types have no float32 conversion.
+constexpr std::array kPytorchDtypes{
+    TypeTraits{"bool", -1, 1, 1, k::boolean, nullptr},
+    TypeTraits{"uint8", -1, 1, 1, k::u8, nullptr},
+    TypeTraits{"int8", -1, 1, 1, k::i8, nullptr},
+    TypeTraits{"uint16", -1, 1, 2, k::u16, nullptr},
+    TypeTraits{"int16", -1, 1, 2, k::i16, nullptr},
+    TypeTraits{"uint32", -1, 1, 4, k::u32, nullptr},
+    TypeTraits{"int32", -1, 1, 4, k::i32, nullptr},
+    TypeTraits{"uint64", -1, 1, 8, k::u64, nullptr},
+    TypeTraits{"int64", -1, 1, 8, k::i64, nullptr},
+    TypeTraits{"float16", -1, 1, 2, k::f16, k::f16_avx2},
+    TypeTraits{"bfloat16", -1, 1, 2, k::bf16, k::bf16_avx2},
+    TypeTraits{"float32", -1, 1, 4, k::f32, nullptr},
+    TypeTraits{"float64", -1, 1, 8, k::f64, nullptr},
+    TypeTraits{"complex32", -1, 1, 4, nullptr, nullptr},
+    TypeTraits{"complex64", -1, 1, 8, nullptr, nullptr},
+    TypeTraits{"complex128", -1, 1, 16, nullptr, nullptr},
+    TypeTraits{"float8_e4m3fn", -1, 1, 1, k::f8_e4m3, nullptr},
+    TypeTraits{"float8_e5m2", -1, 1, 1, k::f8_e5m2, nullptr},
+    TypeTraits{"float8_e4m3fnuz", -1, 1, 1, k::f8_e4m3fnuz, nullptr},
+    TypeTraits{"float8_e5m2fnuz", -1, 1, 1, k::f8_e5m2fnuz, nullptr},
+    TypeTraits{"float8_e8m0fnu", -1, 1, 1, k::f8_e8m0, nullptr},
+};
+
 }  // namespace
 
 const TypeTraits* ggml_type_by_id(std::uint32_t id) {
@@ -86,6 +112,13 @@ const TypeTraits* ggml_type_by_id(std::uint32_t id) {
 
 const TypeTraits* safetensors_dtype_by_name(std::string_view name) {
     for (const auto& type : kSafetensorsDtypes) {
+        if (type.name == name) return &type;
+    }
+    return nullptr;
+}
+
+const TypeTraits* pytorch_dtype_by_name(std::string_view name) {
+    for (const auto& type : kPytorchDtypes) {
         if (type.name == name) return &type;
     }
     return nullptr;

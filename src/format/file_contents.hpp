@@ -21,7 +21,9 @@ struct FileContents {
 };
 
 // Reads one file of a format with bounded reads, adding one problem (naming the file) per broken rule; nullopt
-// when any rule broke. Throws InvalidSource only for problems found by the folder (a file that cannot be opened).
-using FileReader = std::function<std::optional<FileContents>(const SourceObject& file, Problems& problems)>;
+// when any rule broke. It may also throw InvalidSource for a rule that ends the reading. `parallel_reads`: how
+// many reads of this file it may have in flight at once (see SourceFolder::parallel_reads).
+using FileReader =
+    std::function<std::optional<FileContents>(const SourceObject& file, unsigned parallel_reads, Problems& problems)>;
 
 }  // namespace tensorfs

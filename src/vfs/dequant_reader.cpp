@@ -5,6 +5,8 @@
 #include <chrono>
 #include <thread>
 
+#include "tensorfs/stored_blocks.hpp"
+
 namespace tensorfs {
 namespace {
 
@@ -64,7 +66,7 @@ void DequantReader::decode(std::uint32_t index, std::uint64_t chunk, float* valu
 
     thread_local std::vector<std::uint8_t> stored;
     stored.resize(blocks * type.block_bytes);
-    files_.read_exact(tensor.file, tensor.offset + first_block * type.block_bytes, stored.size(), stored.data());
+    read_stored_blocks(files_, tensor, first_block, blocks, stored.data());
 
     const auto started = std::chrono::steady_clock::now();
     active_kernel(type)(stored.data(), blocks, values);
