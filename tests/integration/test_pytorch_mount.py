@@ -1,0 +1,174 @@
+"""PyTorch checkpoints written by real PyTorch, mounted for real and read with `tensorfs cat`: every tensor's
+meta.json, raw and dequant.f32 compared value by value with what torch.load gives, in both formats of torch.save,
+nested checkpoints, a sharded model with its index, and pickle protocols 2 to 5."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+
+from pytorch_checkpoints import (TORCH_TYPE_NAMES, every_dtype_state_dict, expected_f32, expected_raw, flatten,
+                                 training_checkpoint, write_sharded)
+from tensorfs_mount import BIN, Mount, run, same_floats
+
+
+def tensor_folders(mount):
+    """The tensor folders of a mount's root (not .tensorfs, nor the root's files)."""
+    return {e for e in os.listdir(mount.path) if e != ".tensorfs" and os.path.isdir(os.path.join(mount.path, e))}
+
+
+def cat(source, tensor, view):
+    result = subprocess.run([BIN, "cat", source, tensor, view], capture_output=True, timeout=120)
+    if result.returncode != 0:
+        raise AssertionError(f"tensorfs cat {tensor} {view}: {result.stderr.decode()}")
+    return result.stdout
+
+
+class TorchCheckpoints(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = tempfile.mkdtemp(prefix="tensorfs-pytorch-")
+        cls.state = every_dtype_state_dict()
+        cls.paths = {}
+        for name, kwargs in [("state.pt", {}), ("legacy.pt", {"_use_new_zipfile_serialization": False}),
+                             ("protocol4.pth", {"pickle_protocol": 4}), ("protocol5.bin", {"pickle_protocol": 5})]:
+            cls.paths[name] = os.path.join(cls.folder, name)
+            torch.save(cls.state, cls.paths[name], **kwargs)
+        cls.paths["checkpoint.pt"] = os.path.join(cls.folder, "checkpoint.pt")
+        torch.save(training_checkpoint(), cls.paths["checkpoint.pt"])
+        cls.paths["embeddings.pt"] = os.path.join(cls.folder, "embeddings.pt")
+        torch.save(torch.randn(4, 3), cls.paths["embeddings.pt"])
+        cls.sharded = os.path.join(cls.folder, "sharded")
+        os.mkdir(cls.sharded)
+        write_sharded(cls.sharded, {k: v for k, v in cls.state.items() if v.is_contiguous()})
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.folder)
+
+    def check_tensor(self, mount, name, tensor, file):
+        """meta.json, raw, dequant.f32 and dequant.npy of `name` against the tensor torch.load gave."""
+        folder = mount.tensor(name, "")
+        with open(os.path.join(folder, "meta.json")) as f:
+            meta = json.load(f)
+        self.assertEqual(meta["name"], name)
+        self.assertEqual(meta["dtype"], TORCH_TYPE_NAMES[tensor.dtype])
+        self.assertEqual(meta["shape"], list(tensor.shape))
+        self.assertEqual(meta["elements"], tensor.numel())
+        self.assertEqual(meta["file"], file)
+        with open(os.path.join(folder, "raw"), "rb") as f:
+            raw = f.read()
+        self.assertEqual(raw, expected_raw(tensor))
+        self.assertEqual(meta["nbytes"], len(raw))
+        if tensor.is_contiguous():
+            self.assertNotIn("stride", meta)
+        else:
+            self.assertEqual(meta["stride"], list(tensor.stride()))
+            self.assertEqual(meta["storage_offset"], tensor.storage_offset())
+        if tensor.is_complex():
+            self.assertIsNone(meta["dequant"])
+            self.assertEqual(sorted(os.listdir(folder)), ["meta.json", "raw"])
+            return meta
+        values = np.fromfile(os.path.join(folder, "dequant.f32"), dtype="<f4")
+        self.assertTrue(same_floats(expected_f32(tensor), values), f"{name}: {values} != {expected_f32(tensor)}")
+        npy = np.load(os.path.join(folder, "dequant.npy"))
+        self.assertEqual(npy.shape, tuple(tensor.shape))
+        self.assertTrue(same_floats(expected_f32(tensor), npy.reshape(-1)))
+        return meta
+
+    def check_every_tensor(self, source, loaded, file=None):
+        tensors, _ = flatten(loaded)
+        file = file or os.path.basename(source)
+        with Mount(source) as mount:
+            self.assertEqual(tensor_folders(mount), set(tensors))
+            for name, tensor in tensors.items():
+                with self.subTest(source=os.path.basename(source), tensor=name):
+                    self.check_tensor(mount, name, tensor, file)
+            with open(os.path.join(mount.path, "model.json")) as f:
+                return json.load(f)
+
+    def test_state_dict_in_both_formats_and_every_protocol(self):
+        for name in ("state.pt", "legacy.pt", "protocol4.pth", "protocol5.bin"):
+            with self.subTest(file=name):
+                model = self.check_every_tensor(self.paths[name], torch.load(self.paths[name]))
+                self.assertEqual(model["format"], "pytorch")
+                self.assertEqual(model["tensor_count"], len(self.state))
+
+    def test_views_keep_their_layout_and_tied_weights_share_bytes(self):
+        with Mount(self.paths["state.pt"]) as mount:
+            def meta(name):
+                with open(mount.tensor(name, "meta.json")) as f:
+                    return json.load(f)
+            weight, tied, transposed = meta("layer.weight"), meta("tied.weight"), meta("transposed")
+            self.assertEqual((tied["offset"], tied["nbytes"]), (weight["offset"], weight["nbytes"]))
+            self.assertEqual(transposed["offset"], weight["offset"])
+            self.assertEqual(transposed["stride"], [1, 4])
+            self.assertEqual(meta("columns")["offset"], weight["offset"] + 4)
+            self.assertEqual(meta("tail")["offset"], weight["offset"] + 8 * 4)
+            self.assertNotIn("stride", meta("tail"))
+            self.assertEqual(meta("expanded")["nbytes"], 3 * 4)
+
+    def test_nested_checkpoint_gives_dotted_names_and_metadata(self):
+        loaded = torch.load(self.paths["checkpoint.pt"])
+        model = self.check_every_tensor(self.paths["checkpoint.pt"], loaded)
+        _, metadata = flatten(loaded)
+        self.assertEqual(model["metadata"], metadata)
+        self.assertEqual(model["metadata"]["epoch"], 3)
+        self.assertEqual(model["metadata"]["dtype"], "torch.float16")
+        self.assertIn("optimizer.param_groups.0.lr", model["metadata"])
+        self.assertIn("optimizer.state.0.exp_avg", flatten(loaded)[0])
+
+    def test_a_saved_tensor_is_named_after_its_file(self):
+        self.check_every_tensor(self.paths["embeddings.pt"], {"embeddings": torch.load(self.paths["embeddings.pt"])})
+
+    def test_sharded_model_by_index_and_by_folder(self):
+        expected = {}
+        for file in sorted(os.listdir(self.sharded)):
+            if file.endswith(".bin"):
+                expected.update({name: (file, t) for name, t in torch.load(os.path.join(self.sharded, file)).items()})
+        index = os.path.join(self.sharded, "pytorch_model.bin.index.json")
+        for source in (index, self.sharded):
+            with self.subTest(source=source), Mount(source) as mount:
+                self.assertEqual(tensor_folders(mount), set(expected))
+                for name, (file, tensor) in expected.items():
+                    self.check_tensor(mount, name, tensor, file)
+                with open(os.path.join(mount.path, "model.json")) as f:
+                    model = json.load(f)
+                self.assertEqual(len(model["files"]), 2)
+                with open(index) as f:
+                    self.assertEqual(model["metadata"]["total_size"], json.load(f)["metadata"]["total_size"])
+
+    def test_cat_gives_what_torch_load_gives(self):
+        tensors, _ = flatten(torch.load(self.paths["legacy.pt"]))
+        for name, tensor in tensors.items():
+            with self.subTest(tensor=name):
+                self.assertEqual(cat(self.paths["legacy.pt"], name, "--raw"), expected_raw(tensor))
+                if not tensor.is_complex():
+                    values = np.frombuffer(cat(self.paths["legacy.pt"], name, "--f32"), dtype="<f4")
+                    self.assertTrue(same_floats(expected_f32(tensor), values))
+
+    def test_ls_info_validate_accept_them(self):
+        for name, path in self.paths.items():
+            with self.subTest(file=name):
+                self.assertEqual(run("validate", path).returncode, 0)
+                listed = run("ls", "--json", path)
+                self.assertEqual(listed.returncode, 0, listed.stderr)
+                info = run("info", "--json", path)
+                self.assertEqual(info.returncode, 0, info.stderr)
+                self.assertEqual(json.loads(info.stdout)["format"], "pytorch")
+
+    def test_quantized_tensors_are_refused_naming_their_rebuild_function(self):
+        path = os.path.join(self.folder, "quantized.pt")
+        torch.save({"q": torch.quantize_per_tensor(torch.ones(4), 0.5, 0, torch.qint8)}, path)
+        result = run("validate", path)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("global torch._utils._rebuild_qtensor is refused", result.stderr)
+        self.assertTrue(result.stderr.startswith(f"tensorfs: {path}: "), result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
