@@ -192,10 +192,10 @@ def pickle_bytes(value, protocol=2):
 
 
 def storages_in(value, found=None):
-    """The Storage objects of a value tree, each once, in order."""
+    """The Storage objects of a value tree, one per key, in order."""
     found = [] if found is None else found
     if isinstance(value, Storage):
-        if all(s is not value for s in found):
+        if all(s.key != value.key for s in found):
             found.append(value)
     elif isinstance(value, Tensor):
         storages_in(value.storage, found)
