@@ -26,7 +26,7 @@ void CatalogAssembly::add_file(SourceFile file, FileContents contents) {
 
 void CatalogAssembly::add_metadata(const nlohmann::ordered_json& metadata) {
     for (const auto& [key, value] : metadata.items()) {
-        if (!catalog_.metadata.contains(key)) catalog_.metadata[key] = value;
+        if (metadata_keys_.insert(key).second) append_new_key(catalog_.metadata, key, value);
     }
 }
 

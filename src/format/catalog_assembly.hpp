@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "file_contents.hpp"
 #include "tensorfs/catalog.hpp"
@@ -37,6 +38,7 @@ private:
     Problems& problems_;
     Catalog catalog_;
     std::unordered_map<std::string, std::uint32_t> file_of_tensor_;
+    std::unordered_set<std::string> metadata_keys_;
 };
 
 }  // namespace tensorfs

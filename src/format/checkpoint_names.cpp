@@ -1,5 +1,7 @@
 #include "checkpoint_names.hpp"
 
+#include "file_contents.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,7 +18,11 @@ using pickle::Value;
 constexpr std::size_t kMaxDepth = 1000;
 // Objects visited: a container shared many times (a memo reference) is visited once per path to it, so a
 // hostile pickle could make the walk exponential without this budget.
-constexpr std::size_t kMaxVisits = std::size_t{1} << 22;
+constexpr std::size_t kMaxVisits = std::size_t{1} << 21;
+// Bytes of names: the longest one, and all those written (keys joined while walking, names given to tensors and
+// metadata), so that a long key reached by many paths cannot make the walk copy without end.
+constexpr std::size_t kMaxNameBytes = std::size_t{64} << 10;
+constexpr std::uint64_t kMaxNameBytesWritten = std::uint64_t{256} << 20;
 // A list of plain values up to this long is one metadata value; a longer one is summarized.
 constexpr std::size_t kMaxMetadataList = 4096;
 
@@ -39,70 +45,117 @@ std::string float_text(double real) {
     return result;
 }
 
+// A depth-first walk with one frame per open container (no recursion, memory bounded by the depth): the dotted
+// name of the value being visited is kept in one string, cut back and extended as the walk moves.
 class Walker {
 public:
     Walker(const pickle::Objects& objects, const std::string& root_name) : objects_(objects), root_name_(root_name) {}
 
     NamedObjects run(Ref root) {
-        pending_.push_back({root, std::string(), 0});
-        while (!pending_.empty()) {
-            Pending next = std::move(pending_.back());
-            pending_.pop_back();
-            visit(next);
+        visit(root);
+        while (!frames_.empty()) {
+            Frame& frame = frames_.back();
+            const Value& container = objects_[frame.container];
+            const auto items = objects_.items(container);
+            if (frame.next >= items.size()) {
+                frames_.pop_back();
+                continue;
+            }
+            name_.resize(frame.name_length);
+            if (frames_.size() > 1) name_ += '.';
+            Ref child = items[frame.next];
+            if (container.kind == Kind::Dict) {
+                append_key(items[frame.next]);
+                child = items[frame.next + 1];
+                frame.next += 2;
+            } else {
+                append(std::to_string(frame.next));
+                frame.next += 1;
+            }
+            visit(child);
         }
         return std::move(named_);
     }
 
 private:
-    struct Pending {
-        Ref ref;
-        std::string name;  // dotted; "" at the root
-        std::size_t depth;
+    struct Frame {
+        Ref container;
+        std::size_t next;         // index of the next item
+        std::size_t name_length;  // of the container's own name
     };
 
-    void visit(const Pending& at) {
+    void visit(Ref ref) {
         if (++visits_ > kMaxVisits) {
             throw NamingError("the object reaches more than " + std::to_string(kMaxVisits) +
                               " values (containers shared many times)");
         }
-        if (at.depth > kMaxDepth) {
-            throw NamingError("the object nests deeper than " + std::to_string(kMaxDepth) +
-                              " levels (or holds itself)");
-        }
-        const Value& value = objects_[at.ref];
-        const std::string& name = at.depth == 0 ? root_name_ : at.name;
+        const Value& value = objects_[ref];
         switch (value.kind) {
-            case Kind::Dict: {
-                const auto items = objects_.items(value);
-                // Children are taken from the back of `pending_`: push them last first.
-                for (std::size_t i = items.size(); i >= 2; i -= 2) {
-                    pending_.push_back({items[i - 1], join(at.name, key_text(items[i - 2])), at.depth + 1});
-                }
-                return;
-            }
             case Kind::List:
             case Kind::Tuple:
-            case Kind::Set: {
-                const auto items = objects_.items(value);
-                if (!items.empty() && all_plain(items)) return add_metadata(name, plain_list(items));
-                for (std::size_t i = items.size(); i-- > 0;) {
-                    pending_.push_back({items[i], join(at.name, std::to_string(i)), at.depth + 1});
+            case Kind::Set:
+                if (const auto items = objects_.items(value); !items.empty() && all_plain(items)) {
+                    return add_metadata(plain_list(items));
                 }
+                [[fallthrough]];
+            case Kind::Dict:
+                if (frames_.size() >= kMaxDepth) {
+                    throw NamingError("the object nests deeper than " + std::to_string(kMaxDepth) +
+                                      " levels (or holds itself)");
+                }
+                frames_.push_back(Frame{ref, 0, name_.size()});
                 return;
-            }
-            case Kind::Tensor:
+            case Kind::Tensor: {
+                const std::string& name = written_name();
                 if (!tensor_names_.insert(name).second) {
                     throw NamingError("two tensors are named \"" + name + "\" (keys that join to the same dotted name)");
                 }
                 named_.tensors.push_back({name, &objects_.tensor(value)});
                 return;
+            }
             case Kind::Global:
                 // A dtype kept as a value (a config's torch_dtype), as Python prints it.
-                if (value.global == pickle::Global::Dtype) add_metadata(name, "torch." + std::string(value.type->name));
+                if (value.global == pickle::Global::Dtype) add_metadata("torch." + std::string(value.type->name));
                 return;
             default:
-                if (is_plain(value)) add_metadata(name, plain(value));
+                if (is_plain(value)) add_metadata(plain(value));
                 return;  // bytes, storages and integers past 64 bits are not metadata
+        }
+    }
+
+    // The name of the value being visited, counted against the budget of names written.
+    const std::string& written_name() {
+        const std::string& name = frames_.empty() ? root_name_ : name_;
+        count_written(name.size());
+        return name;
+    }
+
+    void count_written(std::size_t bytes) {
+        written_ += bytes;
+        if (written_ > kMaxNameBytesWritten) {
+            throw NamingError("the names of the object's values take more than " +
+                              std::to_string(kMaxNameBytesWritten) + " bytes");
+        }
+    }
+
+    void append(std::string_view key) {
+        count_written(key.size());
+        if (name_.size() + key.size() > kMaxNameBytes) {
+            throw NamingError("a dotted name is longer than " + std::to_string(kMaxNameBytes) + " bytes");
+        }
+        name_ += key;
+    }
+
+    // A dict key as Python's str() writes it.
+    void append_key(Ref key) {
+        const Value& value = objects_[key];
+        switch (value.kind) {
+            case Kind::String: return append(objects_.text(value));
+            case Kind::Int: return append(std::to_string(value.integer));
+            case Kind::Bool: return append(value.integer ? "True" : "False");
+            case Kind::None: return append("None");
+            case Kind::Float: return append(float_text(value.real));
+            default: throw NamingError("a dict has a key that is not a str or a number, so its values have no name");
         }
     }
 
@@ -130,33 +183,21 @@ private:
         return list;
     }
 
-    void add_metadata(const std::string& name, nlohmann::ordered_json value) {
-        if (!named_.metadata.contains(name)) named_.metadata[name] = std::move(value);
-    }
-
-    // A dict key as Python's str() writes it.
-    std::string key_text(Ref key) const {
-        const Value& value = objects_[key];
-        switch (value.kind) {
-            case Kind::String: return std::string(objects_.text(value));
-            case Kind::Int: return std::to_string(value.integer);
-            case Kind::Bool: return value.integer ? "True" : "False";
-            case Kind::None: return "None";
-            case Kind::Float: return float_text(value.real);
-            default: throw NamingError("a dict has a key that is not a str or a number, so its values have no name");
-        }
-    }
-
-    static std::string join(const std::string& prefix, const std::string& key) {
-        return prefix.empty() ? key : prefix + "." + key;
+    // The first value of a name is kept.
+    void add_metadata(nlohmann::ordered_json value) {
+        const std::string& name = written_name();
+        if (metadata_names_.insert(name).second) append_new_key(named_.metadata, name, std::move(value));
     }
 
     const pickle::Objects& objects_;
     const std::string& root_name_;
-    std::vector<Pending> pending_;
+    std::vector<Frame> frames_;
+    std::string name_;  // dotted name of the value being visited
     NamedObjects named_;
     std::unordered_set<std::string> tensor_names_;
+    std::unordered_set<std::string> metadata_names_;
     std::size_t visits_ = 0;
+    std::uint64_t written_ = 0;
 };
 
 }  // namespace
