@@ -2,6 +2,7 @@
 
 #include "file_contents.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,8 +17,11 @@ using pickle::Value;
 
 // Python's own repr gives up on deeper nesting; real checkpoints nest a few levels.
 constexpr std::size_t kMaxDepth = 1000;
-// Objects visited: a container shared many times (a memo reference) is visited once per path to it, so a
-// hostile pickle could make the walk exponential without this budget.
+// Values visited: a container shared many times (a memo reference) is visited once per path to it, so a hostile
+// pickle could make the walk exponential without a budget. A checkpoint visits about one value per object it
+// pickled (more when it saves one dict under several names): the budget is a few times that, and at most 2 Mi.
+constexpr std::size_t kVisitsPerObject = 4;
+constexpr std::size_t kLeastVisits = std::size_t{1} << 16;
 constexpr std::size_t kMaxVisits = std::size_t{1} << 21;
 // Bytes of names: the longest one, and all those written (keys joined while walking, names given to tensors and
 // metadata), so that a long key reached by many paths cannot make the walk copy without end.
@@ -49,7 +53,10 @@ std::string float_text(double real) {
 // name of the value being visited is kept in one string, cut back and extended as the walk moves.
 class Walker {
 public:
-    Walker(const pickle::Objects& objects, const std::string& root_name) : objects_(objects), root_name_(root_name) {}
+    Walker(const pickle::Objects& objects, const std::string& root_name)
+        : objects_(objects),
+          root_name_(root_name),
+          max_visits_(std::min(kMaxVisits, kLeastVisits + kVisitsPerObject * objects.size())) {}
 
     NamedObjects run(Ref root) {
         visit(root);
@@ -85,9 +92,9 @@ private:
     };
 
     void visit(Ref ref) {
-        if (++visits_ > kMaxVisits) {
-            throw NamingError("the object reaches more than " + std::to_string(kMaxVisits) +
-                              " values (containers shared many times)");
+        if (++visits_ > max_visits_) {
+            throw NamingError("the object reaches more than " + std::to_string(max_visits_) + " values from " +
+                              std::to_string(objects_.size()) + " objects (containers shared many times)");
         }
         const Value& value = objects_[ref];
         switch (value.kind) {
@@ -191,6 +198,7 @@ private:
 
     const pickle::Objects& objects_;
     const std::string& root_name_;
+    const std::size_t max_visits_;
     std::vector<Frame> frames_;
     std::string name_;  // dotted name of the value being visited
     NamedObjects named_;
