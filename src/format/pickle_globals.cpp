@@ -35,27 +35,30 @@ constexpr std::array kBuilders{
     Allowed{"_codecs", "encode", Global::Encode},  // bytes in a protocol 2 pickle: encode(text, 'latin1')
 };
 
-// torch.<Name>Storage: the typed storage classes torch.save names, by the dtype of their elements. New dtypes
-// (float8, uint16...) are saved as UntypedStorage (bytes) with the dtype given to _rebuild_tensor_v3.
-struct StorageClass {
+// A name in module torch and the dtype it stands for.
+struct TorchName {
     std::string_view name;
     std::string_view dtype;
 };
+
+// torch.<Name>Storage: the typed storage classes torch.save names, by the dtype of their elements. New dtypes
+// (float8, uint16...) are saved as UntypedStorage (bytes) with the dtype given to _rebuild_tensor_v3.
 constexpr std::array kStorageClasses{
-    StorageClass{"DoubleStorage", "float64"},         StorageClass{"FloatStorage", "float32"},
-    StorageClass{"HalfStorage", "float16"},           StorageClass{"BFloat16Storage", "bfloat16"},
-    StorageClass{"LongStorage", "int64"},             StorageClass{"IntStorage", "int32"},
-    StorageClass{"ShortStorage", "int16"},            StorageClass{"CharStorage", "int8"},
-    StorageClass{"ByteStorage", "uint8"},             StorageClass{"BoolStorage", "bool"},
-    StorageClass{"ComplexFloatStorage", "complex64"}, StorageClass{"ComplexDoubleStorage", "complex128"},
-    StorageClass{"UntypedStorage", "uint8"},
+    TorchName{"DoubleStorage", "float64"},         TorchName{"FloatStorage", "float32"},
+    TorchName{"HalfStorage", "float16"},           TorchName{"BFloat16Storage", "bfloat16"},
+    TorchName{"LongStorage", "int64"},             TorchName{"IntStorage", "int32"},
+    TorchName{"ShortStorage", "int16"},            TorchName{"CharStorage", "int8"},
+    TorchName{"ByteStorage", "uint8"},             TorchName{"BoolStorage", "bool"},
+    TorchName{"ComplexFloatStorage", "complex64"}, TorchName{"ComplexDoubleStorage", "complex128"},
+    TorchName{"UntypedStorage", "uint8"},
 };
 
-// torch.<alias> for dtypes that torch also names otherwise (torch.float is torch.float32).
+// torch.<alias> for dtypes that torch also names otherwise (torch.float is torch.float32); the canonical names
+// (torch.float32) are the type table's.
 constexpr std::array kDtypeAliases{
-    StorageClass{"float", "float32"}, StorageClass{"double", "float64"},    StorageClass{"half", "float16"},
-    StorageClass{"long", "int64"},    StorageClass{"int", "int32"},         StorageClass{"short", "int16"},
-    StorageClass{"cfloat", "complex64"}, StorageClass{"cdouble", "complex128"}, StorageClass{"chalf", "complex32"},
+    TorchName{"float", "float32"},    TorchName{"double", "float64"},     TorchName{"half", "float16"},
+    TorchName{"long", "int64"},       TorchName{"int", "int32"},          TorchName{"short", "int16"},
+    TorchName{"cfloat", "complex64"}, TorchName{"cdouble", "complex128"}, TorchName{"chalf", "complex32"},
 };
 
 std::string_view name_of(Global global) {
@@ -64,8 +67,6 @@ std::string_view name_of(Global global) {
     }
     return {};
 }
-
-bool is_storage_text(std::string_view text) { return text == "storage"; }
 
 }  // namespace
 
@@ -79,7 +80,7 @@ Ref Machine::find_global(std::string_view module, std::string_view name) {
         }
     }
     if (module == "torch") {
-        for (const StorageClass& storage : kStorageClasses) {
+        for (const TorchName& storage : kStorageClasses) {
             if (storage.name == name) {
                 value.global = Global::StorageClass;
                 value.type = pytorch_dtype_by_name(storage.dtype);
@@ -87,7 +88,7 @@ Ref Machine::find_global(std::string_view module, std::string_view name) {
             }
         }
         std::string_view dtype = name;
-        for (const StorageClass& alias : kDtypeAliases) {
+        for (const TorchName& alias : kDtypeAliases) {
             if (alias.name == name) dtype = alias.dtype;
         }
         if ((value.type = pytorch_dtype_by_name(dtype)) != nullptr) {
@@ -308,7 +309,7 @@ Ref Machine::persistent_load(Ref id) {
     const std::size_t expected = ids_ == StorageIds::Archive ? 5 : 6;
     const Value& first = items.empty() ? value(id) : value(items[0]);
     if (items.empty() || (first.kind != Kind::String && first.kind != Kind::Bytes) ||
-        !is_storage_text(objects_.text(first))) {
+        objects_.text(first) != "storage") {
         fail("BINPERSID names something other than a storage ('storage', ...)");
     }
     if (items.size() != expected) {

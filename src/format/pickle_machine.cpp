@@ -209,7 +209,9 @@ void Machine::put_memo(std::uint64_t index) {
         fail("memo index " + std::to_string(index) + " is over the limit of " + std::to_string(limits_.memo));
     }
     if (index >= memo_.size()) memo_.resize(static_cast<std::size_t>(index) + 1, kNoMemo);
-    memo_[static_cast<std::size_t>(index)] = top();
+    Ref& slot = memo_[static_cast<std::size_t>(index)];
+    if (slot == kNoMemo) ++memo_count_;
+    slot = top();
 }
 
 Ref Machine::get_memo(std::uint64_t index) const {
@@ -375,7 +377,7 @@ void Machine::step(std::uint8_t opcode) {
 
         case 'q': return put_memo(read_le(1, "a BINPUT"));
         case 'r': return put_memo(read_le(4, "a LONG_BINPUT"));
-        case 0x94: return put_memo(memo_.size());  // MEMOIZE
+        case 0x94: return put_memo(memo_count_);  // MEMOIZE: the next slot is the number of slots stored
         case 'h': return push(get_memo(read_le(1, "a BINGET")));
         case 'j': return push(get_memo(read_le(4, "a LONG_BINGET")));
 

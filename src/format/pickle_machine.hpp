@@ -120,6 +120,7 @@ private:
     std::vector<Ref> stack_;
     std::vector<std::size_t> marks_;  // stack sizes at the open MARKs
     std::vector<Ref> memo_;
+    std::size_t memo_count_ = 0;  // slots stored (Python's len(memo))
     std::size_t items_ = 0;
     std::unordered_map<std::string, std::uint32_t> storage_by_key_;
 };

@@ -1,5 +1,6 @@
 #include "pytorch_file.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "checkpoint_names.hpp"
