@@ -55,6 +55,7 @@ private:
     const SourceFiles& files_;
     Stats& stats_;
     const std::size_t chunk_bytes_;
+    const std::size_t strided_chunk_bytes_;  // for the chunks of strided views
     ChunkCache cache_;
     // Per tensor, the chunk after the last one read: a read that starts there (or one before) is sequential.
     std::unique_ptr<std::atomic<std::uint64_t>[]> next_chunk_;

@@ -16,6 +16,10 @@ constexpr std::uint64_t kChunksPerBudget = 16;
 // How far ahead of a sequential reader chunks are decoded, and how many such decodes may wait in the queue.
 constexpr std::uint64_t kChunksAhead = 2;
 constexpr std::size_t kMaxQueuedAhead = 4;
+// A chunk of a strided view (a transposed matrix) gathers a few elements from all over the view's bytes, one read
+// per place: its chunks are made up to this many times larger (a quarter of the cache at most), so that each read
+// takes more of the bytes around it.
+constexpr std::size_t kStridedChunkFactor = 16;
 
 unsigned ahead_threads() {
     // One per two cores: the reader and the FUSE threads need the others.
@@ -35,6 +39,7 @@ DequantReader::DequantReader(const Catalog& catalog, const SourceFiles& files, S
       files_(files),
       stats_(stats),
       chunk_bytes_(chunk_bytes_for_budget(cache_budget)),
+      strided_chunk_bytes_(std::clamp<std::uint64_t>(cache_budget / 4, chunk_bytes_, chunk_bytes_ * kStridedChunkFactor)),
       cache_(cache_budget, chunk_bytes_, stats),
       next_chunk_(std::make_unique<std::atomic<std::uint64_t>[]>(catalog.tensors.size())),
       ahead_(ahead_threads(), kMaxQueuedAhead) {
@@ -44,7 +49,8 @@ DequantReader::DequantReader(const Catalog& catalog, const SourceFiles& files, S
 
 std::uint64_t DequantReader::chunk_elements(const Tensor& tensor) const {
     const std::uint64_t block = tensor.type->block_elements;
-    return std::max<std::uint64_t>(1, chunk_bytes_ / 4 / block) * block;
+    const std::uint64_t bytes = tensor.strided() ? strided_chunk_bytes_ : chunk_bytes_;
+    return std::max<std::uint64_t>(1, bytes / 4 / block) * block;
 }
 
 std::uint64_t DequantReader::chunk_count(const Tensor& tensor) const {
