@@ -12,7 +12,10 @@ Catalog open_model_files(const SourceFolder& folder, const std::vector<std::stri
     Problems problems;
     CatalogAssembly assembly(format, problems);
     for (auto& shard : read_shards(folder, names, reader)) {
-        if (shard.file == nullptr) problems.add(folder.name_of(shard.name), "no such file");
+        // A file that could not be opened has its own problem already (a server error, a refused token).
+        if (shard.file == nullptr && shard.problems.empty()) {
+            problems.add(folder.name_of(shard.name), folder.missing(shard.name));
+        }
         problems.add_all(std::move(shard.problems));
         if (shard.contents) {
             const std::uint64_t size = shard.contents->file_size;

@@ -138,7 +138,8 @@ Catalog open_model_index(const SourceFolder& folder, const std::string& index_na
     std::set<std::string> readable_shards;
     auto shard = shards.begin();
     for (auto& opened : read_shards(folder, shard_names, reader)) {
-        if (opened.file == nullptr) {
+        // A shard that could not be opened has its own problem already (a server error, a refused token).
+        if (opened.file == nullptr && opened.problems.empty()) {
             problems.add(index_path, "weight_map names shard " + safetensors::json_quoted(*shard) +
                                          ", which is not a file (" + folder.name_of(opened.name) + ")");
         }

@@ -11,6 +11,15 @@ nlohmann::ordered_json kind_json(const FileKindCounters& kind) {
 
 }  // namespace
 
+nlohmann::ordered_json RemoteCounters::to_json() const {
+    return {{"requests", requests.get()},
+            {"bytes_fetched", bytes_fetched.get()},
+            {"retries", retries.get()},
+            {"disk_cache_hits", disk_cache_hits.get()},
+            {"disk_cache_misses", disk_cache_misses.get()},
+            {"objects_changed", objects_changed.get()}};
+}
+
 std::string Stats::render_json() const {
     const nlohmann::ordered_json stats = {
         {"reads",
@@ -30,6 +39,7 @@ std::string Stats::render_json() const {
           {"budget", cache_budget},
           {"chunk_bytes", cache_chunk_bytes}}},
         {"decode", {{"bytes", bytes_decoded.get()}, {"seconds", decode_nanoseconds.get() / 1e9}}},
+        {"remote", remote->to_json()},
     };
     std::string text = stats.dump(2);
     if (text.size() + 1 < kStatsJsonSize) text.append(kStatsJsonSize - 1 - text.size(), ' ');

@@ -16,6 +16,7 @@ import unittest
 
 import make_pytorch_corpus
 from binary_info import asan_instrumented
+import remote_servers
 from tensorfs_mount import DATA, VECTORS, daemon_pids, is_mounted, manifest, run, wait_until
 
 PYTORCH_CORPUS = os.path.join(DATA, "pytorch", "malformed")
@@ -47,13 +48,17 @@ def canaries_in(folder, entry):
 
 
 class MalformedCorpus(unittest.TestCase):
+    where = remote_servers.LOCAL
+
     @classmethod
     def setUpClass(cls):
         cls.kit_entries = manifest()["malformed"]
         cls.pytorch_entries = pytorch_manifest()
-        # Every entry with the path of its file.
-        cls.entries = [dict(e, path=os.path.join(VECTORS, e["file"])) for e in cls.kit_entries]
-        cls.entries += [dict(e, path=os.path.join(PYTORCH_CORPUS, e["file"])) for e in cls.pytorch_entries]
+        # Every entry with the SOURCE naming its file. The PyTorch corpus is read locally only (the test servers
+        # serve tests/data/vectors; test_pytorch_mount.py reads checkpoints, hostile ones too, over HTTP and the Hub).
+        cls.entries = [dict(e, path=cls.where.source(e["file"])) for e in cls.kit_entries]
+        if cls.where is remote_servers.LOCAL:
+            cls.entries += [dict(e, path=os.path.join(PYTORCH_CORPUS, e["file"])) for e in cls.pytorch_entries]
         if asan_instrumented():
             print("\nmalformed: the binary is ASan-instrumented; running without the 1 GiB address-space limit "
                   "(ASan reserves terabytes of virtual memory for its shadow)")
@@ -150,6 +155,23 @@ class MalformedCorpus(unittest.TestCase):
                         if is_mounted(mountpoint):
                             self.assertEqual(run("umount", mountpoint).returncode, 0)
                         self.assertTrue(wait_until(lambda: not daemon_pids(mountpoint), 10))
+
+
+class MalformedCorpusOverHttp(MalformedCorpus):
+    """The same verdicts for the same files fetched by range requests."""
+    where = remote_servers.HTTP
+    test_corpus_is_complete = None
+    test_the_limit_stops_a_large_allocation = None
+    test_pytorch_corpus_is_what_its_generator_writes = None
+    test_hostile_pickles_run_under_torch_load_but_not_under_tensorfs = None
+
+
+class MalformedCorpusFromTheHub(MalformedCorpus):
+    where = remote_servers.HUB
+    test_corpus_is_complete = None
+    test_the_limit_stops_a_large_allocation = None
+    test_pytorch_corpus_is_what_its_generator_writes = None
+    test_hostile_pickles_run_under_torch_load_but_not_under_tensorfs = None
 
 
 if __name__ == "__main__":
