@@ -1,6 +1,7 @@
 """PyTorch checkpoints written by real PyTorch, mounted for real and read with `tensorfs cat`: every tensor's
 meta.json, raw and dequant.f32 compared value by value with what torch.load gives, in both formats of torch.save,
-nested checkpoints, a sharded model with its index, and pickle protocols 2 to 5."""
+nested checkpoints, a sharded model with its index, and pickle protocols 2 to 5; then the same files over HTTP and
+from a Hub-like server, read by range requests."""
 import json
 import os
 import shutil
@@ -11,9 +12,12 @@ import unittest
 import numpy as np
 import torch
 
+import remote_servers
+import torch_format as tf
 from pytorch_checkpoints import (TORCH_TYPE_NAMES, every_dtype_state_dict, expected_f32, expected_raw, flatten,
                                  training_checkpoint, write_sharded)
-from tensorfs_mount import BIN, Mount, run, same_floats
+from remote_servers import Nginx, requests_in
+from tensorfs_mount import BIN, DATA, Mount, run, same_floats
 
 
 def tensor_folders(mount):
@@ -49,6 +53,13 @@ class TorchCheckpoints(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         shutil.rmtree(cls.folder)
+
+    def source(self, name):
+        """The SOURCE naming the file `name` of the test folder."""
+        return self.paths[name]
+
+    def sharded_sources(self):
+        return os.path.join(self.sharded, "pytorch_model.bin.index.json"), self.sharded
 
     def check_tensor(self, mount, name, tensor, file):
         """meta.json, raw, dequant.f32 and dequant.npy of `name` against the tensor torch.load gave."""
@@ -94,12 +105,12 @@ class TorchCheckpoints(unittest.TestCase):
     def test_state_dict_in_both_formats_and_every_protocol(self):
         for name in ("state.pt", "legacy.pt", "protocol4.pth", "protocol5.bin"):
             with self.subTest(file=name):
-                model = self.check_every_tensor(self.paths[name], torch.load(self.paths[name]))
+                model = self.check_every_tensor(self.source(name), torch.load(self.paths[name]))
                 self.assertEqual(model["format"], "pytorch")
                 self.assertEqual(model["tensor_count"], len(self.state))
 
     def test_views_keep_their_layout_and_tied_weights_share_bytes(self):
-        with Mount(self.paths["state.pt"]) as mount:
+        with Mount(self.source("state.pt")) as mount:
             def meta(name):
                 with open(mount.tensor(name, "meta.json")) as f:
                     return json.load(f)
@@ -114,7 +125,7 @@ class TorchCheckpoints(unittest.TestCase):
 
     def test_nested_checkpoint_gives_dotted_names_and_metadata(self):
         loaded = torch.load(self.paths["checkpoint.pt"])
-        model = self.check_every_tensor(self.paths["checkpoint.pt"], loaded)
+        model = self.check_every_tensor(self.source("checkpoint.pt"), loaded)
         _, metadata = flatten(loaded)
         self.assertEqual(model["metadata"], metadata)
         self.assertEqual(model["metadata"]["epoch"], 3)
@@ -123,7 +134,7 @@ class TorchCheckpoints(unittest.TestCase):
         self.assertIn("optimizer.state.0.exp_avg", flatten(loaded)[0])
 
     def test_a_saved_tensor_is_named_after_its_file(self):
-        self.check_every_tensor(self.paths["embeddings.pt"], {"embeddings": torch.load(self.paths["embeddings.pt"])})
+        self.check_every_tensor(self.source("embeddings.pt"), {"embeddings": torch.load(self.paths["embeddings.pt"])})
 
     def test_sharded_model_by_index_and_by_folder(self):
         expected = {}
@@ -131,7 +142,7 @@ class TorchCheckpoints(unittest.TestCase):
             if file.endswith(".bin"):
                 expected.update({name: (file, t) for name, t in torch.load(os.path.join(self.sharded, file)).items()})
         index = os.path.join(self.sharded, "pytorch_model.bin.index.json")
-        for source in (index, self.sharded):
+        for source in self.sharded_sources():
             with self.subTest(source=source), Mount(source) as mount:
                 self.assertEqual(tensor_folders(mount), set(expected))
                 for name, (file, tensor) in expected.items():
@@ -146,13 +157,14 @@ class TorchCheckpoints(unittest.TestCase):
         tensors, _ = flatten(torch.load(self.paths["legacy.pt"]))
         for name, tensor in tensors.items():
             with self.subTest(tensor=name):
-                self.assertEqual(cat(self.paths["legacy.pt"], name, "--raw"), expected_raw(tensor))
+                self.assertEqual(cat(self.source("legacy.pt"), name, "--raw"), expected_raw(tensor))
                 if not tensor.is_complex():
-                    values = np.frombuffer(cat(self.paths["legacy.pt"], name, "--f32"), dtype="<f4")
+                    values = np.frombuffer(cat(self.source("legacy.pt"), name, "--f32"), dtype="<f4")
                     self.assertTrue(same_floats(expected_f32(tensor), values))
 
     def test_ls_info_validate_accept_them(self):
-        for name, path in self.paths.items():
+        for name in self.paths:
+            path = self.source(name)
             with self.subTest(file=name):
                 self.assertEqual(run("validate", path).returncode, 0)
                 listed = run("ls", "--json", path)
@@ -168,6 +180,69 @@ class TorchCheckpoints(unittest.TestCase):
         self.assertEqual(result.returncode, 1)
         self.assertIn("global torch._utils._rebuild_qtensor is refused", result.stderr)
         self.assertTrue(result.stderr.startswith(f"tensorfs: {path}: "), result.stderr)
+
+
+class TorchCheckpointsRemote(TorchCheckpoints):
+    """The same checkpoints on an nginx of their own, as plain URLs and as a Hub repository (hf://test-org/vectors),
+    plus a checkpoint of four 64 MiB storages (sparse) whose reading must fetch only a few blocks, and a hostile
+    file refused by its URL."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        remote_servers.use_remote_environment()
+        storages = [tf.Storage(str(i), "FloatStorage", 16 << 20) for i in range(4)]
+        tf.write_checkpoint(os.path.join(cls.folder, "large.pt"),
+                            tf.OrderedDict((f"w{i}", tf.Tensor(s, (4096, 4096))) for i, s in enumerate(storages)),
+                            storage_data={s.key: tf.Sparse(64 << 20) for s in storages})
+        shutil.copy(os.path.join(DATA, "pytorch", "malformed", "os_system_global.pt"), cls.folder)
+        cls.server = Nginx(cls.folder)
+        cls.http = f"http://127.0.0.1:{cls.server.http}/"
+        cls.saved_endpoint = os.environ.get("HF_ENDPOINT")
+        os.environ["HF_ENDPOINT"] = f"http://127.0.0.1:{cls.server.hub}"
+        cls.cache = tempfile.mkdtemp(prefix="tensorfs-cache-")
+
+    @classmethod
+    def tearDownClass(cls):
+        os.environ["HF_ENDPOINT"] = cls.saved_endpoint
+        cls.server.stop()
+        shutil.rmtree(cls.cache, ignore_errors=True)
+        super().tearDownClass()
+
+    # Read through the Hub's addresses; the others by plain URLs.
+    FROM_THE_HUB = {"legacy.pt", "protocol5.bin", "checkpoint.pt"}
+
+    def remote(self, name, hub=False):
+        return (f"hf://{remote_servers.HUB_REPO}/" if hub else self.http) + name
+
+    def source(self, name):
+        return self.remote(name, hub=name in self.FROM_THE_HUB)
+
+    def sharded_sources(self):
+        return self.remote("sharded/pytorch_model.bin.index.json"), self.remote("sharded", hub=True)
+
+    # A file written here, not on the server; the refusal does not depend on where the file is.
+    test_quantized_tensors_are_refused_naming_their_rebuild_function = None
+
+    def test_opening_fetches_the_directory_and_headers_not_the_storages(self):
+        size = os.path.getsize(os.path.join(self.folder, "large.pt"))
+        mark = len(self.server.log_lines())
+        listed = run("ls", "--json", self.remote("large.pt"), "--cache-dir", tempfile.mkdtemp(dir=self.cache))
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        self.assertEqual([t["name"] for t in json.loads(listed.stdout)], ["w0", "w1", "w2", "w3"])
+        fetched = sum(sent for _, uri, _, sent, _, _ in requests_in(self.server.log_lines()[mark:])
+                      if uri == "/large.pt")
+        self.assertGreater(fetched, 0)
+        self.assertLess(fetched, size // 4, f"ls fetched {fetched} of {size} bytes")
+
+    def test_a_hostile_file_is_refused_by_its_url_and_runs_nothing(self):
+        with tempfile.TemporaryDirectory(prefix="tensorfs-canary-") as folder:
+            result = subprocess.run([BIN, "validate", self.remote("os_system_global.pt")], cwd=folder,
+                                    capture_output=True, text=True, timeout=120)
+            self.assertEqual(result.returncode, 1)
+            self.assertTrue(result.stderr.startswith(f"tensorfs: {self.remote('os_system_global.pt')}: "
+                                                     "archive/data.pkl: global os.system is refused"), result.stderr)
+            self.assertEqual(os.listdir(folder), [])
 
 
 if __name__ == "__main__":
