@@ -1,12 +1,12 @@
 #include "checkpoint_names.hpp"
 
-#include "file_contents.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <unordered_set>
+
+#include "file_contents.hpp"
 
 namespace tensorfs::pytorch {
 namespace {

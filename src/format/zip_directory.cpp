@@ -1,7 +1,6 @@
 #include "zip_directory.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <optional>
 #include <unordered_set>
 
