@@ -33,6 +33,9 @@ struct Tensor {
     // (the first element at `offset`), not its values in C order. Empty for every other tensor.
     std::vector<std::uint64_t> stride;
     std::uint64_t storage_offset = 0;
+    // False when the stored bytes are not the values in C order (a strided storage: every PyTorch view above):
+    // model.safetensors and the 16-bit views then serve the tensor's decoded values, never its raw bytes.
+    bool raw_in_c_order = true;
 
     bool strided() const { return !stride.empty(); }
     std::uint64_t blocks() const { return elements / type->block_elements; }

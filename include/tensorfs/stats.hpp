@@ -36,10 +36,10 @@ struct RemoteCounters {
 };
 
 struct Stats {
-    FileKindCounters raw, dequant_f32, dequant_npy, json;
+    FileKindCounters raw, dequant_f32, dequant_npy, dequant_bf16, dequant_f16, model_safetensors, json;
     // A wait is a read that found its chunk being decoded by another thread and took that decode (also a hit).
     Counter cache_hits, cache_misses, cache_waits, cache_evictions, cache_decoded_ahead;
-    Counter bytes_decoded, decode_nanoseconds;
+    Counter bytes_decoded, decode_nanoseconds;   // bytes of float32 decoded (also for the 16-bit views)
     Counter read_errors;     // reads answered with an error
     Counter reply_errors;    // replies the kernel did not take (reader gone, or a source page it could not copy)
     std::atomic<std::uint64_t> cache_bytes_in_use{0};

@@ -15,6 +15,7 @@ namespace tensorfs {
 enum class NodeKind : std::uint8_t {
     Root,
     ModelJson,
+    ModelSafetensors,
     StatsDir,     // .tensorfs
     StatsJson,    // .tensorfs/stats.json
     TensorDir,
@@ -22,6 +23,8 @@ enum class NodeKind : std::uint8_t {
     MetaJson,
     DequantF32,
     DequantNpy,
+    DequantBf16,
+    DequantF16,
 };
 
 struct Node {
@@ -41,10 +44,11 @@ struct DirEntry {
 
 class Tree {
 public:
+    // `model_safetensors`: whether the root shows model.safetensors (a ModelExport that is available).
     // Throws InvalidSource when two tensors would get the same directory name or a name is empty.
-    explicit Tree(const Catalog& catalog);
+    explicit Tree(const Catalog& catalog, bool model_safetensors = false);
 
-    // Inode numbers encode the node, so no table is needed: 1 root, 2..4 fixed entries, then 8 per tensor.
+    // Inode numbers encode the node, so no table is needed: 1 root, 2..5 fixed entries, then 8 per tensor.
     static std::uint64_t inode_of(Node node);
     std::optional<Node> node_of(std::uint64_t inode) const;
 
@@ -62,6 +66,7 @@ public:
     bool has_dequant(std::uint32_t tensor) const { return has_dequant_[tensor]; }
 
 private:
+    std::vector<DirEntry> root_entries_;   // the root's own entries, before the tensors
     std::vector<std::string> directory_names_;
     std::vector<bool> has_dequant_;
     std::unordered_map<std::string_view, std::uint32_t> tensor_by_directory_;

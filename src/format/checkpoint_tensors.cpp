@@ -85,6 +85,7 @@ public:
             tensor.nbytes = elements * element;
         } else {
             tensor.nbytes = end - start;
+            tensor.raw_in_c_order = false;
             tensor.stride = record.stride;
             tensor.storage_offset = slice.first * storage_element / element + record.storage_offset;
         }

@@ -119,11 +119,10 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     count_reply(fs, fuse_reply_open(req, fi));
 }
 
-// raw: straight from the mapping of the source, so the kernel copies the bytes once, from the page cache into
-// the reply (measured as fast as pread into a buffer and a reply from it, without that extra copy); read into
-// a buffer when the file is not mapped (remote files).
-void reply_raw(fuse_req_t req, Filesystem& fs, std::uint32_t tensor, std::uint64_t offset, std::size_t size) {
-    const Content::FileSlice slice = fs.content.raw_slice(tensor, offset, size);
+// raw (and a view in the tensor's own encoding): straight from the mapping of the source, so the kernel copies
+// the bytes once, from the page cache into the reply (measured as fast as pread into a buffer and a reply from
+// it, without that extra copy); read into a buffer when the file is not mapped (remote files).
+void reply_from_source(fuse_req_t req, Filesystem& fs, const Content::FileSlice& slice) {
     if (const char* mapped = fs.files.mapped(slice.file, slice.offset, slice.length)) {
         count_reply(fs, fuse_reply_buf(req, mapped, slice.length));
         fs.files.forget_mapped(slice.file, slice.offset, slice.length);
@@ -141,7 +140,9 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
         const auto node = fs.tree.node_of(ino);
         if (!node) return (void)fuse_reply_err(req, ENOENT);
         if (off < 0) return (void)fuse_reply_err(req, EINVAL);
-        if (node->kind == NodeKind::Raw) return reply_raw(req, fs, node->tensor, static_cast<std::uint64_t>(off), size);
+        if (const auto slice = fs.content.source_slice(*node, static_cast<std::uint64_t>(off), size)) {
+            return reply_from_source(req, fs, *slice);
+        }
         ReadPieces pieces;
         fs.content.read_pieces(*node, static_cast<std::uint64_t>(off), size, pieces);
         const auto& iov = pieces.iov();
@@ -212,7 +213,7 @@ void op_statfs(fuse_req_t req, fuse_ino_t) {
     st.f_bsize = 4096;
     st.f_frsize = 4096;
     st.f_blocks = (fs.total_bytes + 4095) / 4096;
-    st.f_files = 4 + fs.tree.tensor_count() * 5;
+    st.f_files = 2 + fs.tree.child_count(Node{NodeKind::Root}) + fs.tree.tensor_count() * 6;
     st.f_namemax = 255;
     st.f_flag = ST_RDONLY;
     count_reply(fs, fuse_reply_statfs(req, &st));

@@ -69,19 +69,22 @@ int run_mount(const MountOptions& options) {
     // First: the remote layer counts into it from the moment the source is opened.
     Stats stats;
     std::unique_ptr<Catalog> catalog;
+    std::unique_ptr<ModelExport> model_export;
     std::unique_ptr<Tree> tree;
     std::unique_ptr<SourceFiles> files;
     try {
         SourceOptions source_options = options.source_options;
         source_options.counters = stats.remote;
         catalog = std::make_unique<Catalog>(open_catalog(options.source, source_options));
-        tree = std::make_unique<Tree>(*catalog);
+        model_export = std::make_unique<ModelExport>(*catalog, options.export_dtype);
+        tree = std::make_unique<Tree>(*catalog, model_export->available());
         files = std::make_unique<SourceFiles>(*catalog);
     } catch (const InvalidSource& invalid) {
         for (const auto& problem : invalid.problems()) std::fprintf(stderr, "%s\n", problem.line().c_str());
         return 1;
     }
-    Content content(*catalog, *tree, *files, stats, options.cache_size ? options.cache_size : kDefaultCacheBudget);
+    Content content(*catalog, *tree, *files, stats, options.cache_size ? options.cache_size : kDefaultCacheBudget,
+                    model_export.get());
 
     std::uint64_t total_bytes = 0;
     for (const auto& tensor : catalog->tensors) total_bytes += tensor.nbytes;

@@ -25,7 +25,7 @@ nlohmann::ordered_json tensor_meta(const Catalog& catalog, std::uint32_t index) 
     return meta;
 }
 
-nlohmann::ordered_json model_meta(const Catalog& catalog, const Tree& tree) {
+nlohmann::ordered_json model_meta(const Catalog& catalog, const Tree& tree, const ModelExport* model_export) {
     nlohmann::ordered_json model;
     model["format"] = catalog.format;
     auto& files = model["files"] = nlohmann::ordered_json::array();
@@ -40,6 +40,7 @@ nlohmann::ordered_json model_meta(const Catalog& catalog, const Tree& tree) {
     for (std::uint32_t i = 0; i < catalog.tensors.size(); ++i) {
         if (tree.directory_name(i) != catalog.tensors[i].name) renamed[catalog.tensors[i].name] = tree.directory_name(i);
     }
+    if (model_export != nullptr) model["export"] = model_export->summary(catalog);
     return model;
 }
 

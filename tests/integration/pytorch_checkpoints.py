@@ -36,6 +36,8 @@ def every_dtype_state_dict():
     state["expanded"] = torch.arange(3.0).reshape(3, 1).expand(3, 4)    # stride (1, 0)
     state["tail"] = state["layer.weight"].reshape(-1)[8:]               # contiguous, storage offset 8
     state["tied.weight"] = state["layer.weight"]                        # the same tensor under two names
+    state["bfloat16.t"] = torch.randn(3, 5).to(torch.bfloat16).t()      # views of other dtypes
+    state["int32.t"] = torch.arange(-6, 6, dtype=torch.int32).reshape(3, 4).t()
     state["parameter"] = torch.nn.Parameter(torch.randn(2, 2))
     return state
 
@@ -81,6 +83,27 @@ TORCH_TYPE_NAMES = {
     torch.int8: "int8", torch.int16: "int16", torch.int32: "int32", torch.int64: "int64", torch.uint8: "uint8",
     torch.bool: "bool", torch.complex64: "complex64", torch.complex128: "complex128",
 }
+
+
+# What model.safetensors keeps a contiguous tensor as (export_dtype=keep); a dtype missing here has no
+# safetensors dtype (complex128).
+SAFETENSORS_DTYPES = {
+    torch.float64: "F64", torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.int8: "I8",
+    torch.int16: "I16", torch.int32: "I32", torch.int64: "I64", torch.uint8: "U8", torch.bool: "BOOL",
+    torch.complex64: "C64",
+}
+
+
+def exported(tensor):
+    """(dtype, bytes) of `tensor` in model.safetensors with export_dtype=keep, or None when it is left out: a
+    contiguous tensor keeps its dtype and stored bytes; a view is served from its values in C order, in its own
+    dtype when that is float32, bfloat16 or float16, else as float32 (complex views have no values)."""
+    if tensor.is_contiguous():
+        dtype = SAFETENSORS_DTYPES.get(tensor.dtype)
+        return None if dtype is None else (dtype, expected_raw(tensor))
+    if tensor.dtype in (torch.float32, torch.bfloat16, torch.float16):
+        return SAFETENSORS_DTYPES[tensor.dtype], expected_raw(tensor.contiguous())
+    return None if tensor.is_complex() else ("F32", expected_f32(tensor).tobytes())
 
 
 def storage_bytes(tensor):

@@ -385,7 +385,8 @@ class CommandsWithoutFuse(unittest.TestCase):
                 result = run(*args)
                 self.assertEqual(result.returncode, 0)
                 self.assertTrue(result.stdout.startswith("usage: tensorfs mount SOURCE MOUNTPOINT"))
-                for command in ("umount", "ls", "info", "cat", "validate", "stats", "cache_size=SIZE"):
+                for command in ("umount", "ls", "info", "cat", "convert", "validate", "stats", "cache_size=SIZE",
+                                "export_dtype="):
                     self.assertIn(command, result.stdout)
                 # Ours first, then libfuse's own mount options.
                 ours, _, libfuse = result.stdout.partition("libfuse options:\n")
@@ -472,7 +473,8 @@ class BareFormMountOptions(unittest.TestCase):
             for options, message in [("ro,bogus", "unknown mount option 'bogus'"),
                                      ("max_read=lots", "unknown mount option 'max_read=lots'"),
                                      ("cache_size=huge", "bad cache_size 'huge'"),
-                                     ("threads=0", "bad threads '0'")]:
+                                     ("threads=0", "bad threads '0'"),
+                                     ("export_dtype=int8", "bad export_dtype 'int8'")]:
                 with self.subTest(options=options):
                     result = run(self.SOURCE, tmp, "-o", options)
                     self.assertFalse(is_mounted(tmp))

@@ -27,7 +27,8 @@ class GgufFiles(unittest.TestCase):
     def check_file(self, relative):
         entry = gguf_entry(relative)
         with Mount(self.where.source(relative)) as m:
-            self.assertEqual(sorted(n for n in os.listdir(m.path) if n not in ("model.json", ".tensorfs")),
+            self.assertEqual(sorted(n for n in os.listdir(m.path)
+                                    if n not in ("model.json", "model.safetensors", ".tensorfs")),
                              sorted(t["name"] for t in entry["tensors"]))
             for t in entry["tensors"]:
                 with self.subTest(file=relative, tensor=t["name"]):

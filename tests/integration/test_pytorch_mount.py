@@ -14,9 +14,10 @@ import torch
 
 import remote_servers
 import torch_format as tf
-from pytorch_checkpoints import (TORCH_TYPE_NAMES, every_dtype_state_dict, expected_f32, expected_raw, flatten,
-                                 training_checkpoint, write_sharded)
+from pytorch_checkpoints import (TORCH_TYPE_NAMES, every_dtype_state_dict, expected_f32, expected_raw, exported,
+                                 flatten, training_checkpoint, write_sharded)
 from remote_servers import Nginx, requests_in
+from safetensors_reader import SafetensorsFile
 from tensorfs_mount import BIN, DATA, Mount, run, same_floats
 
 
@@ -122,6 +123,41 @@ class TorchCheckpoints(unittest.TestCase):
             self.assertEqual(meta("tail")["offset"], weight["offset"] + 8 * 4)
             self.assertNotIn("stride", meta("tail"))
             self.assertEqual(meta("expanded")["nbytes"], 3 * 4)
+
+    def test_16_bit_views_of_views_are_their_values_rounded_as_torch_rounds_them(self):
+        tensors, _ = flatten(torch.load(self.paths["state.pt"]))
+        with Mount(self.source("state.pt")) as mount:
+            for name in ("transposed", "columns", "expanded", "conv.weight", "bfloat16.t", "int32.t"):
+                tensor = tensors[name]
+                for file, dtype in (("dequant.bf16", torch.bfloat16), ("dequant.f16", torch.float16)):
+                    with self.subTest(tensor=name, file=file):
+                        expected = tensor.to(torch.float32).to(dtype).contiguous()
+                        with open(mount.tensor(name, file), "rb") as f:
+                            self.assertEqual(f.read(), expected_raw(expected))
+
+    def test_model_safetensors_holds_what_torch_load_gives(self):
+        # Views (transposed, sliced, expanded, channels_last) are served from their values in C order.
+        tensors, _ = flatten(torch.load(self.paths["state.pt"]))
+        converted = os.path.join(self.folder, "converted.safetensors")
+        result = run("convert", self.source("state.pt"), converted)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn('left out, having no safetensors dtype and no float32 values: "complex128"', result.stderr)
+        with open(converted, "rb") as f:
+            data = f.read()
+        with Mount(self.source("state.pt")) as mount:
+            with open(os.path.join(mount.path, "model.safetensors"), "rb") as f:
+                self.assertEqual(f.read(), data)
+        model = SafetensorsFile(data)
+        found = {name: (dtype, shape, data[begin:end]) for name, dtype, shape, begin, end in model.tensors}
+        for name, tensor in tensors.items():
+            with self.subTest(tensor=name):
+                expected = exported(tensor)
+                if expected is None:
+                    self.assertNotIn(name, found)
+                    continue
+                dtype, shape, stored = found[name]
+                self.assertEqual((dtype, shape), (expected[0], list(tensor.shape)))
+                self.assertEqual(stored, expected[1])
 
     def test_nested_checkpoint_gives_dotted_names_and_metadata(self):
         loaded = torch.load(self.paths["checkpoint.pt"])
