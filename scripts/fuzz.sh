@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
 shift || true
-all_targets=(fuzz_safetensors fuzz_index fuzz_gguf fuzz_content fuzz_kernels fuzz_pickle fuzz_zip)
+all_targets=(fuzz_safetensors fuzz_index fuzz_gguf fuzz_content fuzz_kernels fuzz_s3_answer fuzz_pickle fuzz_zip)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 build=${TENSORFS_FUZZ_BUILD:-build-fuzz}
@@ -32,6 +32,7 @@ seeds_of() {
     fuzz_gguf) find "$vectors/gguf" "$vectors/malformed" -name '*.gguf' ;;
     fuzz_content) find "$vectors" -name '*.safetensors' -o -name '*.gguf' ;;
     fuzz_kernels) find "$vectors/malformed" -name '*.gguf' ;;  # any bytes do: a type id, then blocks
+    fuzz_s3_answer) find tests/data/s3 -name '*.xml' ;;
     fuzz_pickle)  # the pickles (data.pkl) of the PyTorch corpus' archives
       mkdir -p "$build/pickles"
       /usr/bin/python3 - "$build/pickles" "$pytorch"/*.pt <<'EOF'

@@ -24,6 +24,8 @@
 
 #include "format/checkpoint_names.hpp"
 #include "format/pickle_machine.hpp"
+#include "remote/s3.hpp"
+#include "remote/xml.hpp"
 #include "tensorfs/catalog.hpp"
 #include "tensorfs/content.hpp"
 #include "tensorfs/dtype.hpp"
@@ -420,6 +422,26 @@ inline void check_kernels(const std::uint8_t* data, std::size_t size) {
     type.fast(stored.data(), blocks, fast.data());
     expect(std::memcmp(portable.data(), fast.data(), fast.size() * sizeof(float)) == 0,
            std::string(type.name) + ": the fast kernel differs from the portable one");
+}
+
+// An answer of an S3 store (a ListObjectsV2 page, an error document) as the remote layer reads it: the XML reader
+// gives a tree or refuses with XmlError at a byte of the input, the listing reader gives keys or refuses with
+// std::runtime_error; nothing else escapes.
+inline void check_s3_answer(const std::uint8_t* data, std::size_t size) {
+    const std::string body(reinterpret_cast<const char*>(data), size);
+    try {
+        remote::parse_xml(body);
+    } catch (const remote::XmlError& error) {
+        expect(error.at() <= size, "XmlError at a byte past the end of the input");
+    }
+    try {
+        const remote::S3ListingPage page = remote::read_listing_page(body);
+        std::size_t key_bytes = 0;
+        for (const auto& key : page.keys) key_bytes += key.size();
+        expect(key_bytes <= size, "listing keys longer than the input");
+    } catch (const std::runtime_error&) {
+        // Refused: not a listing.
+    }
 }
 
 }  // namespace tensorfs::fuzz

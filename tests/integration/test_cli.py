@@ -2,7 +2,7 @@
 mount options of the bare `tensorfs SOURCE MOUNTPOINT -o ...` form. Every command runs on a GGUF file, a GGUF split
 set, a safetensors file and a sharded safetensors folder, and its output is checked against the reference vectors
 (manifest.json and the expected .f32 files), not only its exit status. The commands that read a SOURCE run again on
-the same files over HTTP and from a Hub-like server (remote_servers.py)."""
+the same files over HTTP, from a Hub-like server (remote_servers.py) and from an S3 store (s3_servers.py)."""
 import collections
 import hashlib
 import io
@@ -18,6 +18,7 @@ import unittest
 import numpy as np
 
 import remote_servers
+import s3_servers
 from tensorfs_mount import BIN, VECTORS, Mount, is_mounted, manifest, run, same_floats
 
 Tensor = collections.namedtuple("Tensor", "name dtype shape elements nbytes file offset raw_sha256 expected")
@@ -498,6 +499,13 @@ class CommandsOverHttp(CommandsWithoutFuse):
 class CommandsFromTheHub(CommandsOverHttp):
     """What the Hub adds is addressing and listing: the values that cat writes are checked over HTTP already."""
     where = remote_servers.HUB
+    test_cat_f32_is_the_expected_values = None
+    test_cat_npy_loads_with_numpy = None
+
+
+class CommandsFromS3(CommandsOverHttp):
+    """What S3 adds is addressing, signing and listing: the values that cat writes are checked over HTTP already."""
+    where = s3_servers.S3
     test_cat_f32_is_the_expected_values = None
     test_cat_npy_loads_with_numpy = None
 

@@ -20,6 +20,7 @@ import unittest
 import numpy as np
 
 import remote_servers
+import s3_servers
 from safetensors_files import write_safetensors
 from safetensors_reader import SafetensorsFile
 from tensorfs_mount import BIN, VECTORS, Mount, run, wait_until
@@ -133,9 +134,10 @@ class EveryModelEveryDtype(unittest.TestCase):
             self.assertEqual(parsed.metadata, {"format": "np", "note": "kept"})
 
     def test_a_remote_source_exports_the_same_bytes(self):
-        # Over HTTP (nginx on 127.0.0.1, the remote layer's range requests) and from the Hub-like server: the very
-        # bytes of the local file, for a GGUF split set (raw parts from three remote files) and a sharded model.
-        for where in (remote_servers.HTTP, remote_servers.HUB):
+        # Over HTTP (nginx on 127.0.0.1, the remote layer's range requests), from the Hub-like server and from the
+        # S3 store: the very bytes of the local file, for a GGUF split set (raw parts from three remote files) and a
+        # sharded model.
+        for where in (remote_servers.HTTP, remote_servers.HUB, s3_servers.S3):
             for relative, export_dtype in (("gguf/split/tiny-llama-Q4_K_M-00001-of-00003.gguf", "keep"),
                                            ("safetensors/sharded/model.safetensors.index.json", "f16")):
                 with self.subTest(where=where.label, source=relative):

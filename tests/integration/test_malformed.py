@@ -17,6 +17,7 @@ import unittest
 import make_pytorch_corpus
 from binary_info import asan_instrumented
 import remote_servers
+import s3_servers
 from tensorfs_mount import DATA, VECTORS, daemon_pids, is_mounted, manifest, run, wait_until
 
 PYTORCH_CORPUS = os.path.join(DATA, "pytorch", "malformed")
@@ -168,6 +169,14 @@ class MalformedCorpusOverHttp(MalformedCorpus):
 
 class MalformedCorpusFromTheHub(MalformedCorpus):
     where = remote_servers.HUB
+    test_corpus_is_complete = None
+    test_the_limit_stops_a_large_allocation = None
+    test_pytorch_corpus_is_what_its_generator_writes = None
+    test_hostile_pickles_run_under_torch_load_but_not_under_tensorfs = None
+
+
+class MalformedCorpusFromS3(MalformedCorpus):
+    where = s3_servers.S3
     test_corpus_is_complete = None
     test_the_limit_stops_a_large_allocation = None
     test_pytorch_corpus_is_what_its_generator_writes = None

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 import remote_servers
+import s3_servers
 import torch_format as tf
 from pytorch_checkpoints import (TORCH_TYPE_NAMES, every_dtype_state_dict, expected_f32, expected_raw, exported,
                                  flatten, training_checkpoint, write_sharded)
@@ -279,6 +280,28 @@ class TorchCheckpointsRemote(TorchCheckpoints):
             self.assertTrue(result.stderr.startswith(f"tensorfs: {self.remote('os_system_global.pt')}: "
                                                      "archive/data.pkl: global os.system is refused"), result.stderr)
             self.assertEqual(os.listdir(folder), [])
+
+
+class TorchCheckpointsInS3(TorchCheckpoints):
+    """The same checkpoints as objects of an S3 bucket: keys, and prefixes that follow the folder rule."""
+    BUCKET = "pytorch-checkpoints"
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        s3_servers.use_s3_environment()
+        store = s3_servers.shared()
+        store.create_bucket(cls.BUCKET)
+        store.put_tree(cls.BUCKET, cls.folder)
+
+    def source(self, name):
+        return f"s3://{self.BUCKET}/{name}"
+
+    def sharded_sources(self):
+        return self.source("sharded/pytorch_model.bin.index.json"), self.source("sharded/")
+
+    # A file written here, not in the bucket; the refusal does not depend on where the file is.
+    test_quantized_tensors_are_refused_naming_their_rebuild_function = None
 
 
 if __name__ == "__main__":

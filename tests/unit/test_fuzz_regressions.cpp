@@ -28,6 +28,7 @@ const std::map<std::string, Check>& checks_by_target() {
         {"fuzz_gguf", fuzz::check_gguf_file},
         {"fuzz_content", fuzz::check_content},
         {"fuzz_kernels", fuzz::check_kernels},
+        {"fuzz_s3_answer", fuzz::check_s3_answer},
         {"fuzz_pickle", fuzz::check_pickle},
         {"fuzz_zip", fuzz::check_pytorch_file},
     };
@@ -102,6 +103,9 @@ BOOST_AUTO_TEST_CASE(seed_corpus_passes_the_checks) {
         replay(fuzz::check_kernels, file);
     }
     for (const auto& file : files_under(vectors, {".index.json"})) replay(fuzz::check_safetensors_index, file);
+    const auto s3_answers = files_under(test::data_path("s3"), {".xml"});
+    BOOST_TEST(s3_answers.size() >= 4u);
+    for (const auto& file : s3_answers) replay(fuzz::check_s3_answer, file);
 
     const auto checkpoints = files_under(test::data_path("pytorch/malformed"), {".pt", ".bin"});
     BOOST_TEST(checkpoints.size() >= 30u);
