@@ -14,11 +14,12 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
 shift || true
-all_targets=(fuzz_safetensors fuzz_index fuzz_gguf fuzz_content fuzz_kernels fuzz_s3_answer)
+all_targets=(fuzz_safetensors fuzz_index fuzz_gguf fuzz_content fuzz_kernels fuzz_s3_answer fuzz_pickle fuzz_zip)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 build=${TENSORFS_FUZZ_BUILD:-build-fuzz}
 vectors=tests/data/vectors
+pytorch=tests/data/pytorch/malformed
 
 CC=clang CXX=clang++ cmake -S . -B "$build" -DTENSORFS_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
@@ -32,6 +33,22 @@ seeds_of() {
     fuzz_content) find "$vectors" -name '*.safetensors' -o -name '*.gguf' ;;
     fuzz_kernels) find "$vectors/malformed" -name '*.gguf' ;;  # any bytes do: a type id, then blocks
     fuzz_s3_answer) find tests/data/s3 -name '*.xml' ;;
+    fuzz_pickle)  # the pickles (data.pkl) of the PyTorch corpus' archives
+      mkdir -p "$build/pickles"
+      /usr/bin/python3 - "$build/pickles" "$pytorch"/*.pt <<'EOF'
+import os, sys, zipfile
+for path in sys.argv[2:]:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for name in archive.namelist():
+                if name.endswith("/data.pkl"):
+                    with open(os.path.join(sys.argv[1], os.path.basename(path) + ".pkl"), "wb") as out:
+                        out.write(archive.read(name))
+    except (zipfile.BadZipFile, OSError, ValueError):
+        pass  # a broken archive of the corpus: its pickle is out of reach
+EOF
+      find "$build/pickles" -name '*.pkl' ;;
+    fuzz_zip) find "$pytorch" -name '*.pt' -o -name '*.bin' ;;
     *) echo "unknown target $1" >&2; return 1 ;;
   esac
 }

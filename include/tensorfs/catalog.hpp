@@ -28,16 +28,22 @@ struct Tensor {
     std::uint64_t nbytes = 0;          // stored bytes
     std::uint32_t file = 0;            // index into Catalog::files
     std::uint64_t offset = 0;          // absolute byte offset of the stored bytes in that file
-    // False when the stored bytes are not the values in C order (a strided storage): model.safetensors and the
-    // 16-bit views then serve the tensor's decoded values, never its raw bytes.
+    // A PyTorch view that is not contiguous in C order: its strides in elements (one per dimension) and its first
+    // element's index in its storage, as torch gives them. Its stored bytes are then the bytes its elements span
+    // (the first element at `offset`), not its values in C order. Empty for every other tensor.
+    std::vector<std::uint64_t> stride;
+    std::uint64_t storage_offset = 0;
+    // False when the stored bytes are not the values in C order (a strided storage: every PyTorch view above):
+    // model.safetensors and the 16-bit views then serve the tensor's decoded values, never its raw bytes.
     bool raw_in_c_order = true;
 
+    bool strided() const { return !stride.empty(); }
     std::uint64_t blocks() const { return elements / type->block_elements; }
     std::uint64_t f32_bytes() const { return elements * 4; }
 };
 
 struct Catalog {
-    std::string format;                                            // "safetensors" or "gguf"
+    std::string format;                                            // "safetensors", "gguf" or "pytorch"
     std::vector<SourceFile> files;
     std::vector<Tensor> tensors;                                   // in file order
     nlohmann::ordered_json metadata = nlohmann::ordered_json::object();

@@ -59,6 +59,7 @@ private:
     const SourceFiles& files_;
     Stats& stats_;
     const std::size_t chunk_bytes_;
+    const std::size_t strided_chunk_bytes_;  // for the chunks of strided views
     ChunkCache cache_;
     // Per tensor and view, the chunk after the last one read: a read that starts there (or one before) is
     // sequential. The first read of a stream is not.

@@ -12,8 +12,8 @@ namespace tensorfs {
 using DequantKernel = void (*)(const std::uint8_t* src, std::size_t nblocks, float* dst);
 
 struct TypeTraits {
-    std::string_view name;          // as the format spells it: "Q4_K", "BF16", "F8_E4M3"
-    int ggml_id;                    // ggml type id, or -1 for a safetensors-only dtype
+    std::string_view name;          // as the format spells it: "Q4_K", "BF16", "F8_E4M3", "bfloat16"
+    int ggml_id;                    // ggml type id, or -1 for a safetensors or PyTorch dtype
     std::uint32_t block_elements;   // elements per block (1 for plain scalar types)
     std::uint32_t block_bytes;      // stored bytes per block
     DequantKernel portable;         // reference kernel; nullptr when there is no float32 conversion
@@ -26,6 +26,7 @@ struct TypeTraits {
 // nullptr when the id / name is unknown.
 const TypeTraits* ggml_type_by_id(std::uint32_t id);
 const TypeTraits* safetensors_dtype_by_name(std::string_view name);
+const TypeTraits* pytorch_dtype_by_name(std::string_view name);  // "float32", "bfloat16", "float8_e4m3fn"
 
 // The instruction sets a kernel may use, from the plainest to the widest. Every path's kernels give the same bits.
 //   portable  plain C++ for x86-64 (or any CPU)

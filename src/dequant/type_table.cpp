@@ -78,6 +78,32 @@ constexpr std::array kSafetensorsDtypes{
     TypeTraits{"F6_E3M2", -1, 4, 3, WITH_FAST(f6_e3m2)},
 };
 
+// PyTorch dtypes, named as torch prints them without "torch.". The same element layouts as the safetensors ones,
+// with the same kernels; complex types have no float32 conversion.
+constexpr std::array kPytorchDtypes{
+    TypeTraits{"bool", -1, 1, 1, k::boolean, nullptr, nullptr},
+    TypeTraits{"uint8", -1, 1, 1, k::u8, nullptr, nullptr},
+    TypeTraits{"int8", -1, 1, 1, k::i8, nullptr, nullptr},
+    TypeTraits{"uint16", -1, 1, 2, k::u16, nullptr, nullptr},
+    TypeTraits{"int16", -1, 1, 2, k::i16, nullptr, nullptr},
+    TypeTraits{"uint32", -1, 1, 4, k::u32, nullptr, nullptr},
+    TypeTraits{"int32", -1, 1, 4, k::i32, nullptr, nullptr},
+    TypeTraits{"uint64", -1, 1, 8, k::u64, nullptr, nullptr},
+    TypeTraits{"int64", -1, 1, 8, k::i64, nullptr, nullptr},
+    TypeTraits{"float16", -1, 1, 2, WITH_FAST(f16)},
+    TypeTraits{"bfloat16", -1, 1, 2, WITH_FAST(bf16)},
+    TypeTraits{"float32", -1, 1, 4, k::f32, nullptr, nullptr},
+    TypeTraits{"float64", -1, 1, 8, k::f64, nullptr, nullptr},
+    TypeTraits{"complex32", -1, 1, 4, nullptr, nullptr, nullptr},
+    TypeTraits{"complex64", -1, 1, 8, nullptr, nullptr, nullptr},
+    TypeTraits{"complex128", -1, 1, 16, nullptr, nullptr, nullptr},
+    TypeTraits{"float8_e4m3fn", -1, 1, 1, WITH_FAST(f8_e4m3)},
+    TypeTraits{"float8_e5m2", -1, 1, 1, WITH_FAST(f8_e5m2)},
+    TypeTraits{"float8_e4m3fnuz", -1, 1, 1, WITH_FAST(f8_e4m3fnuz)},
+    TypeTraits{"float8_e5m2fnuz", -1, 1, 1, WITH_FAST(f8_e5m2fnuz)},
+    TypeTraits{"float8_e8m0fnu", -1, 1, 1, WITH_FAST(f8_e8m0)},
+};
+
 #undef WITH_FAST
 
 }  // namespace
@@ -91,6 +117,13 @@ const TypeTraits* ggml_type_by_id(std::uint32_t id) {
 
 const TypeTraits* safetensors_dtype_by_name(std::string_view name) {
     for (const auto& type : kSafetensorsDtypes) {
+        if (type.name == name) return &type;
+    }
+    return nullptr;
+}
+
+const TypeTraits* pytorch_dtype_by_name(std::string_view name) {
+    for (const auto& type : kPytorchDtypes) {
         if (type.name == name) return &type;
     }
     return nullptr;

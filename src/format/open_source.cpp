@@ -35,6 +35,15 @@ std::vector<std::string> ending_with(const std::vector<std::string>& names, std:
     return found;
 }
 
+// The PyTorch checkpoints among `names`: *.bin, *.pt, *.pth.
+std::vector<std::string> pytorch_checkpoints(const std::vector<std::string>& names) {
+    std::vector<std::string> found;
+    std::copy_if(names.begin(), names.end(), std::back_inserter(found), [](const std::string& name) {
+        return ends_with(name, ".bin") || ends_with(name, ".pt") || ends_with(name, ".pth");
+    });
+    return found;
+}
+
 ResolvedSource resolve_local(const std::string& source) {
     const fs::path path(source);
     std::error_code error;
@@ -56,6 +65,14 @@ Catalog open_folder(const SourceFolder& folder) {
     }
     const auto shards = ending_with(names, ".safetensors");
     if (!shards.empty()) return open_safetensors_files(folder, shards);
+    const auto pytorch_indexes = ending_with(names, ".bin.index.json");
+    if (pytorch_indexes.size() == 1) return open_pytorch_index(folder, pytorch_indexes.front());
+    if (pytorch_indexes.size() > 1) {
+        refuse(name, "folder holds " + std::to_string(pytorch_indexes.size()) +
+                         " *.bin.index.json files; name the one to mount");
+    }
+    const auto checkpoints = pytorch_checkpoints(names);
+    if (!checkpoints.empty()) return open_pytorch_files(folder, checkpoints);
     const auto ggufs = ending_with(names, ".gguf");
     if (!ggufs.empty()) {
         // A folder of one GGUF model: one file or the parts of one split set (open_gguf finds the siblings
@@ -67,15 +84,19 @@ Catalog open_folder(const SourceFolder& folder) {
         }
         return catalog;
     }
-    refuse(name, "folder holds no *.safetensors, *.safetensors.index.json or *.gguf file");
+    refuse(name, "folder holds no *.safetensors, *.safetensors.index.json, *.bin.index.json, *.bin, *.pt, *.pth or "
+                 "*.gguf file");
 }
 
 Catalog open_file(const SourceFolder& folder, const std::string& file) {
     if (ends_with(file, ".safetensors.index.json")) return open_safetensors_index(folder, file);
+    if (ends_with(file, ".bin.index.json")) return open_pytorch_index(folder, file);
     if (ends_with(file, ".gguf")) return open_gguf(folder, file);
     if (ends_with(file, ".safetensors")) return open_safetensors_files(folder, {file});
+    if (!pytorch_checkpoints({file}).empty()) return open_pytorch_files(folder, {file});
     refuse(folder.name_of(file),
-           "unknown kind of source: expected *.safetensors, *.safetensors.index.json, *.gguf or a folder");
+           "unknown kind of source: expected *.safetensors, *.safetensors.index.json, *.gguf, *.bin, *.pt, *.pth, "
+           "*.bin.index.json or a folder");
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ public:
     HeaderChecker(const SourceObject& file, Problems& problems)
         : file_(file), path_(file.name()), problems_(problems) {}
 
-    std::optional<Header> run() {
+    std::optional<FileContents> run() {
         header_.file_size = file_.size();
         const auto text = read_header_text();
         if (!text) return std::nullopt;
@@ -307,12 +307,12 @@ private:
     std::size_t entries_without_span_ = 0;
     std::uint64_t data_start_ = 0;
     std::uint64_t data_size_ = 0;
-    Header header_;
+    FileContents header_;
 };
 
 }  // namespace
 
-std::optional<Header> read_header(const SourceObject& file, Problems& problems) {
+std::optional<FileContents> read_header(const SourceObject& file, Problems& problems) {
     try {
         return HeaderChecker(file, problems).run();
     } catch (const std::bad_alloc&) {

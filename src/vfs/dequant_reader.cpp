@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "tensorfs/f32_to_16.hpp"
+#include "tensorfs/stored_blocks.hpp"
 
 namespace tensorfs {
 namespace {
@@ -15,6 +16,10 @@ namespace {
 constexpr std::size_t kLargestChunk = 1 << 20;
 constexpr std::size_t kSmallestChunk = 4 << 10;
 constexpr std::uint64_t kChunksPerBudget = 16;
+// A chunk of a strided view (a transposed matrix) gathers a few elements from all over the view's bytes, one read
+// per place: its chunks are made up to this many times larger (a quarter of the cache at most), so that each read
+// takes more of the bytes around it.
+constexpr std::size_t kStridedChunkFactor = 16;
 
 // A 16-bit view decodes this many values at a time into a float32 buffer that stays in the L1 cache, and rounds
 // them from there.
@@ -62,6 +67,7 @@ DequantReader::DequantReader(const Catalog& catalog, const SourceFiles& files, S
       files_(files),
       stats_(stats),
       chunk_bytes_(chunk_bytes_for_budget(cache_budget)),
+      strided_chunk_bytes_(std::clamp<std::uint64_t>(cache_budget / 4, chunk_bytes_, chunk_bytes_ * kStridedChunkFactor)),
       cache_(cache_budget, chunk_bytes_, stats),
       next_chunk_(std::make_unique<std::atomic<std::uint64_t>[]>(catalog.tensors.size() * kValueViewCount)),
       offered_until_(std::make_unique<std::atomic<std::uint64_t>[]>(catalog.tensors.size() * kValueViewCount)),
@@ -80,7 +86,8 @@ DequantReader::DequantReader(const Catalog& catalog, const SourceFiles& files, S
 
 std::uint64_t DequantReader::chunk_elements(const Tensor& tensor, ValueView view) const {
     const std::uint64_t block = tensor.type->block_elements;
-    return std::max<std::uint64_t>(1, chunk_bytes_ / bytes_per_value(view) / block) * block;
+    const std::uint64_t bytes = tensor.strided() ? strided_chunk_bytes_ : chunk_bytes_;
+    return std::max<std::uint64_t>(1, bytes / bytes_per_value(view) / block) * block;
 }
 
 std::uint64_t DequantReader::chunk_count(const Tensor& tensor, ValueView view) const {
@@ -102,7 +109,7 @@ void DequantReader::decode(std::uint32_t index, ValueView view, std::uint64_t ch
 
     thread_local std::vector<std::uint8_t> stored;
     stored.resize(blocks * type.block_bytes);
-    files_.read_of_tensor(tensor, tensor.offset + first_block * type.block_bytes, stored.size(), stored.data());
+    read_stored_blocks(files_, tensor, first_block, blocks, stored.data());
 
     const auto started = std::chrono::steady_clock::now();
     const DequantKernel kernel = active_kernel(type);

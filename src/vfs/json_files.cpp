@@ -13,6 +13,10 @@ nlohmann::ordered_json tensor_meta(const Catalog& catalog, std::uint32_t index) 
     meta["nbytes"] = tensor.nbytes;
     meta["file"] = catalog.files[tensor.file].display;
     meta["offset"] = tensor.offset;
+    if (tensor.strided()) {
+        meta["stride"] = tensor.stride;
+        meta["storage_offset"] = tensor.storage_offset;
+    }
     if (tensor.type->has_dequant()) {
         meta["dequant"] = {{"dtype", "float32"}, {"shape", tensor.shape}, {"nbytes", tensor.f32_bytes()}};
     } else {

@@ -18,9 +18,14 @@ bool same_encoding(const TypeTraits& a, const TypeTraits& b) {
            a.block_bytes == b.block_bytes;
 }
 
+// The same encoding without a float32 conversion to compare: PyTorch's complex64 is safetensors' C64.
+bool same_complex(const TypeTraits& a, const TypeTraits& b) {
+    return (a.name == "complex64" && b.name == "C64") || (a.name == "C64" && b.name == "complex64");
+}
+
 std::optional<std::string_view> matching(const TypeTraits& type, std::string_view name) {
     const TypeTraits* row = safetensors_dtype_by_name(name);
-    if (row != nullptr && (row == &type || same_encoding(*row, type))) return row->name;
+    if (row != nullptr && (row == &type || same_encoding(*row, type) || same_complex(*row, type))) return row->name;
     return std::nullopt;
 }
 

@@ -22,6 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include "format/checkpoint_names.hpp"
+#include "format/pickle_machine.hpp"
 #include "remote/s3.hpp"
 #include "remote/xml.hpp"
 #include "tensorfs/catalog.hpp"
@@ -134,7 +136,23 @@ inline void check_catalog(const Catalog& catalog) {
         expect(tensor.type->block_elements > 0 && elements % tensor.type->block_elements == 0,
                who + "elements not a whole number of blocks");
         expect(tensor.blocks() <= UINT64_MAX / tensor.type->block_bytes, who + "stored size overflows");
-        expect(tensor.blocks() * tensor.type->block_bytes == tensor.nbytes, who + "nbytes != blocks * block bytes");
+        expect(tensor.raw_in_c_order == !tensor.strided(), who + "raw_in_c_order disagrees with its strides");
+        if (tensor.strided()) {
+            // A view: its bytes span from its first element to its last.
+            expect(tensor.stride.size() == tensor.shape.size() && tensor.type->block_elements == 1 && elements > 0,
+                   who + "strides that do not fit the shape or the type");
+            std::uint64_t last = 0;
+            for (std::size_t d = 0; d < tensor.shape.size(); ++d) {
+                expect(tensor.stride[d] == 0 || tensor.shape[d] - 1 <= (UINT64_MAX - last) / tensor.stride[d],
+                       who + "stride reach overflows");
+                last += (tensor.shape[d] - 1) * tensor.stride[d];
+            }
+            expect(last < UINT64_MAX / tensor.type->block_bytes &&
+                       (last + 1) * tensor.type->block_bytes == tensor.nbytes,
+                   who + "nbytes != the span of its elements");
+        } else {
+            expect(tensor.blocks() * tensor.type->block_bytes == tensor.nbytes, who + "nbytes != blocks * block bytes");
+        }
         expect(tensor.elements <= UINT64_MAX / 4, who + "float32 size overflows");
         const std::uint64_t file_size = catalog.files[tensor.file].size;
         expect(tensor.offset <= file_size && tensor.nbytes <= file_size - tensor.offset,
@@ -217,6 +235,24 @@ inline std::vector<char> read_range(Content& content, Node node, std::uint64_t o
     return bytes;
 }
 
+// The input is data.pkl: run by the restricted pickle machine as both formats' pickles, and when it runs, walked
+// for tensor names and metadata. A refusal is a PickleError or a NamingError; nothing else may escape.
+inline void check_pickle(const std::uint8_t* data, std::size_t size) {
+    for (const auto ids : {pickle::StorageIds::Archive, pickle::StorageIds::Legacy}) {
+        try {
+            const pickle::Unpickled unpickled = pickle::unpickle({data, size}, ids);
+            expect(unpickled.end <= size && unpickled.root < unpickled.objects.size(), "pickle result out of range");
+            const pytorch::NamedObjects named = pytorch::name_objects(unpickled.objects, unpickled.root, "root");
+            for (const auto& tensor : named.tensors) {
+                expect(tensor.tensor->shape.size() == tensor.tensor->stride.size(), "tensor strides do not fit");
+            }
+        } catch (const pickle::PickleError& refused) {
+            expect(refused.at() <= size, "a pickle refusal points past the input");
+        } catch (const pytorch::NamingError&) {
+        }
+    }
+}
+
 // The 16-bit views' bytes that a float32 range (whole values) rounds to.
 inline std::vector<char> rounded_to_16_bits(const std::vector<char>& f32, NodeKind kind) {
     std::vector<float> values(f32.size() / 4);
@@ -254,15 +290,14 @@ inline std::vector<char> read_checked(Content& content, Node node, std::uint64_t
     return whole;
 }
 
-// The input is a safetensors or GGUF file (by its magic). When it is accepted, ranges of every file of every
-// tensor and of model.safetensors are read through Content, as the FUSE adapter would, and checked against each
+// The input is the source file `name`. When it is accepted, ranges of every file of every tensor and of
+// model.safetensors are read through Content, as the FUSE adapter would, and checked against each
 // other: raw against the input's bytes and its source slice, dequant.npy against its header and dequant.f32, the
 // 16-bit views against dequant.f32 rounded, model.safetensors against its header and each tensor's raw bytes or
 // view, read_pieces (what the FUSE adapter replies with) against read, and every range against the same range
 // read in two pieces.
-inline void check_content(const std::uint8_t* data, std::size_t size) {
-    const bool gguf = size >= 4 && std::memcmp(data, "GGUF", 4) == 0;
-    const std::string path = Scratch::instance().write(gguf ? "content.gguf" : "content.safetensors", data, size);
+inline void check_content_of(const std::string& name, const std::uint8_t* data, std::size_t size) {
+    const std::string path = Scratch::instance().write(name, data, size);
     const std::optional<Catalog> catalog = open_checked(path);
     if (!catalog) return;
     expect(catalog->files.size() == 1 && catalog->files[0].size == size, "catalog's file size");
@@ -347,6 +382,16 @@ inline void check_content(const std::uint8_t* data, std::size_t size) {
         }
     }
 }
+
+// The input is a safetensors, GGUF or PyTorch file, told apart by its magic.
+inline void check_content(const std::uint8_t* data, std::size_t size) {
+    const bool gguf = size >= 4 && std::memcmp(data, "GGUF", 4) == 0;
+    const bool pytorch = size >= 2 && (std::memcmp(data, "PK", 2) == 0 || data[0] == 0x80);
+    check_content_of(gguf ? "content.gguf" : pytorch ? "content.pt" : "content.safetensors", data, size);
+}
+
+// The input is a PyTorch checkpoint (zip archive or legacy file), read through Content as check_content does.
+inline void check_pytorch_file(const std::uint8_t* data, std::size_t size) { check_content_of("fuzz.pt", data, size); }
 
 // The ggml types that have a float32 conversion, in id order, then the safetensors dtypes that have kernels of
 // their own (the 8-bit and sub-byte floats).

@@ -7,8 +7,11 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "../fuzz/fuzz_checks.hpp"
+#include "format/zip_directory.hpp"
+#include "tensorfs/local_folder.hpp"
 #include "vectors.hpp"
 
 namespace fs = std::filesystem;
@@ -26,6 +29,8 @@ const std::map<std::string, Check>& checks_by_target() {
         {"fuzz_content", fuzz::check_content},
         {"fuzz_kernels", fuzz::check_kernels},
         {"fuzz_s3_answer", fuzz::check_s3_answer},
+        {"fuzz_pickle", fuzz::check_pickle},
+        {"fuzz_zip", fuzz::check_pytorch_file},
     };
     return checks;
 }
@@ -42,6 +47,19 @@ std::vector<fs::path> files_under(const fs::path& folder, const std::vector<std:
     }
     std::sort(found.begin(), found.end());
     return found;
+}
+
+// The pickle of a PyTorch archive, as scripts/fuzz.sh gives fuzz_pickle its seeds; nullopt when the archive is
+// too broken to reach it.
+std::optional<std::string> data_pkl_of(const fs::path& file) {
+    try {
+        const auto object = LocalFolder(file.parent_path()).open(file.filename().string());
+        for (const zip::Entry& entry : zip::read_directory(*object, 1)) {
+            if (entry.name.ends_with("/data.pkl")) return zip::read_stored_entry(*object, entry, 1 << 20, "the pickle");
+        }
+    } catch (const InvalidSource&) {
+    }
+    return std::nullopt;
 }
 
 void replay(const Check& check, const fs::path& file) {
@@ -88,12 +106,27 @@ BOOST_AUTO_TEST_CASE(seed_corpus_passes_the_checks) {
     const auto s3_answers = files_under(test::data_path("s3"), {".xml"});
     BOOST_TEST(s3_answers.size() >= 4u);
     for (const auto& file : s3_answers) replay(fuzz::check_s3_answer, file);
+
+    const auto checkpoints = files_under(test::data_path("pytorch/malformed"), {".pt", ".bin"});
+    BOOST_TEST(checkpoints.size() >= 30u);
+    std::size_t pickles = 0;
+    for (const auto& file : checkpoints) {
+        replay(fuzz::check_pytorch_file, file);
+        replay(fuzz::check_content, file);
+        if (const auto pickle = data_pkl_of(file)) {
+            fuzz::check_pickle(reinterpret_cast<const std::uint8_t*>(pickle->data()), pickle->size());
+            ++pickles;
+        }
+    }
+    BOOST_TEST(pickles >= 20u);  // the seeds of fuzz_pickle
 }
 
 BOOST_AUTO_TEST_CASE(checks_accept_valid_sources) {
     // Without this, a change that made every input "refused" would let the replays above pass on nothing.
-    for (const char* valid : {"safetensors/all_dtypes.safetensors", "gguf/mixed.gguf", "malformed/ok_base.gguf"}) {
-        const auto bytes = test::read_bytes(test::vectors_path(valid));
+    for (const char* valid : {"vectors/safetensors/all_dtypes.safetensors", "vectors/gguf/mixed.gguf",
+                              "vectors/malformed/ok_base.gguf", "pytorch/malformed/ok_archive.pt",
+                              "pytorch/malformed/ok_legacy.pt"}) {
+        const auto bytes = test::read_bytes(test::data_path(valid));
         const std::string name = fs::path(valid).filename().string();
         BOOST_TEST(fuzz::open_checked(fuzz::Scratch::instance().write(name, bytes.data(), bytes.size())).has_value(),
                    valid);

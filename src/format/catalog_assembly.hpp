@@ -1,4 +1,4 @@
-// One Catalog out of the checked headers of several safetensors files (the shards of one model).
+// One Catalog out of the files of one model (the shards of a folder or of an index), whatever their format.
 #pragma once
 
 #include <cstdint>
@@ -6,25 +6,27 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
-#include "safetensors_header.hpp"
+#include "file_contents.hpp"
 #include "tensorfs/catalog.hpp"
 #include "tensorfs/errors.hpp"
 
-namespace tensorfs::safetensors {
+namespace tensorfs {
 
 class CatalogAssembly {
 public:
-    explicit CatalogAssembly(Problems& problems);
+    // `format` is model.json's "format": "safetensors", "pytorch".
+    CatalogAssembly(std::string format, Problems& problems);
 
-    // Appends the file and its tensors (in offset order) and merges its __metadata__. A tensor name that an
-    // earlier file already holds is a problem naming both files.
-    void add_file(SourceFile file, Header header);
+    // Appends the file and its tensors and merges its metadata. A tensor name that an earlier file already holds
+    // is a problem naming both files.
+    void add_file(SourceFile file, FileContents contents);
 
     // Adds the keys of `metadata` that the catalog does not hold yet. Metadata is informative, so a key that
     // two sources give different values is no reason to refuse a model: the first source's value wins (files in
     // the order they are added; an index's own metadata is added before its shards).
-    void add_metadata(const nlohmann::json& metadata);
+    void add_metadata(const nlohmann::ordered_json& metadata);
 
     // The index of the file that holds tensor `name`, if any.
     std::optional<std::uint32_t> file_of(const std::string& name) const;
@@ -36,6 +38,7 @@ private:
     Problems& problems_;
     Catalog catalog_;
     std::unordered_map<std::string, std::uint32_t> file_of_tensor_;
+    std::unordered_set<std::string> metadata_keys_;
 };
 
-}  // namespace tensorfs::safetensors
+}  // namespace tensorfs

@@ -1,30 +1,32 @@
-#include "safetensors_assembly.hpp"
+#include "catalog_assembly.hpp"
 
 #include "safetensors_json.hpp"
 
-namespace tensorfs::safetensors {
+namespace tensorfs {
 
-CatalogAssembly::CatalogAssembly(Problems& problems) : problems_(problems) { catalog_.format = "safetensors"; }
+CatalogAssembly::CatalogAssembly(std::string format, Problems& problems) : problems_(problems) {
+    catalog_.format = std::move(format);
+}
 
-void CatalogAssembly::add_file(SourceFile file, Header header) {
+void CatalogAssembly::add_file(SourceFile file, FileContents contents) {
     const auto index = static_cast<std::uint32_t>(catalog_.files.size());
-    for (auto& tensor : header.tensors) {
+    for (auto& tensor : contents.tensors) {
         const auto [found, added] = file_of_tensor_.emplace(tensor.name, index);
         if (!added) {
-            problems_.add(file.path, "tensor " + json_quoted(tensor.name) + " is in both " +
+            problems_.add(file.path, "tensor " + safetensors::json_quoted(tensor.name) + " is in both " +
                                          catalog_.files[found->second].display + " and " + file.display);
             continue;
         }
         tensor.file = index;
         catalog_.tensors.push_back(std::move(tensor));
     }
-    add_metadata(header.metadata);
+    add_metadata(contents.metadata);
     catalog_.files.push_back(std::move(file));
 }
 
-void CatalogAssembly::add_metadata(const nlohmann::json& metadata) {
+void CatalogAssembly::add_metadata(const nlohmann::ordered_json& metadata) {
     for (const auto& [key, value] : metadata.items()) {
-        if (!catalog_.metadata.contains(key)) catalog_.metadata[key] = value;
+        if (metadata_keys_.insert(key).second) append_new_key(catalog_.metadata, key, value);
     }
 }
 
@@ -34,4 +36,4 @@ std::optional<std::uint32_t> CatalogAssembly::file_of(const std::string& name) c
     return found->second;
 }
 
-}  // namespace tensorfs::safetensors
+}  // namespace tensorfs

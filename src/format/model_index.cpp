@@ -1,4 +1,5 @@
-// A `*.safetensors.index.json` as transformers and diffusers write it:
+// An index as transformers and diffusers write it for sharded models (`*.safetensors.index.json`,
+// `pytorch_model.bin.index.json`):
 //   {"metadata": {"total_size": 123, ...}, "weight_map": {"tensor name": "shard file", ...}}
 // Shard paths are relative to the index's folder. The index and its shards must agree exactly: every tensor
 // of a shard is named by the index, in that shard, and every tensor the index names is in its shard.
@@ -6,11 +7,10 @@
 #include <map>
 #include <set>
 
-#include "formats.hpp"
-#include "safetensors_assembly.hpp"
-#include "safetensors_header.hpp"
+#include "catalog_assembly.hpp"
+#include "model_files.hpp"
 #include "safetensors_json.hpp"
-#include "safetensors_shards.hpp"
+#include "shards.hpp"
 
 namespace tensorfs {
 namespace fs = std::filesystem;
@@ -21,7 +21,7 @@ namespace {
 constexpr std::uint64_t kMaxIndexBytes = 100'000'000;
 
 struct Index {
-    nlohmann::json metadata = nlohmann::json::object();
+    nlohmann::ordered_json metadata = nlohmann::ordered_json::object();
     std::map<std::string, std::string> shard_of_tensor;  // tensor name -> shard path, lexically normal
 };
 
@@ -116,7 +116,8 @@ std::optional<Index> read_index(const SourceObject& file, Problems& problems) {
 
 }  // namespace
 
-Catalog open_safetensors_index(const SourceFolder& folder, const std::string& index_name) {
+Catalog open_model_index(const SourceFolder& folder, const std::string& index_name, const std::string& format,
+                         const FileReader& reader) {
     Problems problems;
     const auto index_file = folder.open(index_name);
     const std::string& index_path = index_file->name();
@@ -126,7 +127,7 @@ Catalog open_safetensors_index(const SourceFolder& folder, const std::string& in
         return Catalog{};  // unreachable: read_index gives nullopt only with a problem
     }
 
-    safetensors::CatalogAssembly assembly(problems);
+    CatalogAssembly assembly(format, problems);
     assembly.add_metadata(index->metadata);
     std::set<std::string> shards;  // sorted, as a folder listing of the same shards would be
     for (const auto& [name, shard] : index->shard_of_tensor) shards.insert(shard);
@@ -135,17 +136,17 @@ Catalog open_safetensors_index(const SourceFolder& folder, const std::string& in
     std::vector<std::string> shard_names;
     for (const auto& shard : shards) shard_names.push_back(index_folder.empty() ? shard : index_folder + "/" + shard);
     std::set<std::string> readable_shards;
-    auto read = safetensors::read_shard_headers(folder, shard_names);
     auto shard = shards.begin();
-    for (auto& header : read) {
-        if (header.file == nullptr && header.problems.empty()) {
+    for (auto& opened : read_shards(folder, shard_names, reader)) {
+        // A shard that could not be opened has its own problem already (a server error, a refused token).
+        if (opened.file == nullptr && opened.problems.empty()) {
             problems.add(index_path, "weight_map names shard " + safetensors::json_quoted(*shard) +
-                                         ", which is not a file (" + folder.name_of(header.name) + ")");
+                                         ", which is not a file (" + folder.name_of(opened.name) + ")");
         }
-        problems.add_all(std::move(header.problems));
-        if (header.header) {
-            const std::uint64_t size = header.header->file_size;
-            assembly.add_file(SourceFile{header.file->name(), *shard, size, header.file}, std::move(*header.header));
+        problems.add_all(std::move(opened.problems));
+        if (opened.contents) {
+            const std::uint64_t size = opened.contents->file_size;
+            assembly.add_file(SourceFile{opened.file->name(), *shard, size, opened.file}, std::move(*opened.contents));
             readable_shards.insert(*shard);
         }
         ++shard;
