@@ -1,4 +1,6 @@
-// Live counters of a mount, shown in .tensorfs/stats.json and by `tensorfs stats`.
+// Live counters of a mount, shown in .tensorfs/stats.json and by `tensorfs stats`. They live in the base layer
+// (src/base), below io and vfs, because every layer counts: the chunk cache (src/io) as well as the tree's files
+// (src/vfs) and the FUSE adapter. This header and src/base depend on nothing of tensorfs.
 #pragma once
 
 #include <atomic>
