@@ -17,6 +17,7 @@ enum class NodeKind : std::uint8_t {
     ModelJson,
     StatsDir,     // .tensorfs
     StatsJson,    // .tensorfs/stats.json
+    Metrics,      // .tensorfs/metrics
     TensorDir,
     Raw,
     MetaJson,
@@ -44,7 +45,7 @@ public:
     // Throws InvalidSource when two tensors would get the same directory name or a name is empty.
     explicit Tree(const Catalog& catalog);
 
-    // Inode numbers encode the node, so no table is needed: 1 root, 2..4 fixed entries, then 8 per tensor.
+    // Inode numbers encode the node, so no table is needed: 1 root, 2..5 fixed entries, then 8 per tensor.
     static std::uint64_t inode_of(Node node);
     std::optional<Node> node_of(std::uint64_t inode) const;
 

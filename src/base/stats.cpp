@@ -1,5 +1,7 @@
 #include "tensorfs/stats.hpp"
 
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 namespace tensorfs {
@@ -9,7 +11,37 @@ nlohmann::ordered_json kind_json(const FileKindCounters& kind) {
     return {{"reads", kind.reads.get()}, {"bytes", kind.bytes.get()}};
 }
 
+nlohmann::ordered_json by_dtype_json(const DtypeCounters& counters) {
+    nlohmann::ordered_json by_dtype = nlohmann::ordered_json::object();
+    counters.for_each([&](const std::string& dtype, const Counter& counter) { by_dtype[dtype] = counter.get(); });
+    return by_dtype;
+}
+
+nlohmann::ordered_json requests_json(const FuseRequestCounters& requests) {
+    nlohmann::ordered_json by_kind = nlohmann::ordered_json::object();
+    for (std::size_t i = 0; i < kFuseRequestNames.size(); ++i) by_kind[std::string(kFuseRequestNames[i])] = requests.get(i);
+    return by_kind;
+}
+
 }  // namespace
+
+void LatencyHistogram::observe(std::uint64_t nanoseconds) {
+    std::size_t bucket = 0;
+    while (bucket < kBoundNanoseconds.size() && nanoseconds > kBoundNanoseconds[bucket]) ++bucket;
+    buckets_[bucket].add(1);
+    nanoseconds_.add(nanoseconds);
+}
+
+Counter& DtypeCounters::of(std::string_view dtype) {
+    const auto found = counters_.find(dtype);
+    if (found != counters_.end()) return found->second;
+    return counters_.emplace(std::piecewise_construct, std::forward_as_tuple(dtype), std::forward_as_tuple())
+        .first->second;
+}
+
+void DtypeCounters::for_each(const std::function<void(const std::string&, const Counter&)>& visit) const {
+    for (const auto& [dtype, counter] : counters_) visit(dtype, counter);
+}
 
 std::string Stats::render_json() const {
     const nlohmann::ordered_json stats = {
@@ -29,9 +61,15 @@ std::string Stats::render_json() const {
           {"bytes_in_use", cache_bytes_in_use.load(std::memory_order_relaxed)},
           {"budget", cache_budget},
           {"chunk_bytes", cache_chunk_bytes}}},
-        {"decode", {{"bytes", bytes_decoded.get()}, {"seconds", decode_nanoseconds.get() / 1e9}}},
+        {"decode",
+         {{"bytes", bytes_decoded.get()},
+          {"seconds", decode_nanoseconds.get() / 1e9},
+          {"bytes_by_dtype", by_dtype_json(bytes_decoded_by_dtype)}}},
+        {"fuse_requests", requests_json(requests)},
     };
     std::string text = stats.dump(2);
+    // A model of many dtypes could outgrow the fixed size indented: the same document without indentation then.
+    if (text.size() + 1 > kStatsJsonSize) text = stats.dump();
     if (text.size() + 1 < kStatsJsonSize) text.append(kStatsJsonSize - 1 - text.size(), ' ');
     text += '\n';
     return text;

@@ -22,6 +22,8 @@ struct Filesystem {
     struct timespec mtime;       // of the (first) source file; the tree shows it for every node
     uid_t uid;
     gid_t gid;
+    // Set at init when the kernel opens folders without an opendir request (then it is never sent one).
+    bool kernel_opens_folders = false;
 };
 
 const fuse_lowlevel_ops& tensorfs_operations();

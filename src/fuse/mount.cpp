@@ -101,6 +101,7 @@ int run_mount(const MountOptions& options) {
         return 2;
     }
     const std::string mountpoint = absolute_mountpoint(options.mountpoint);
+    stats.mountpoint = mountpoint;
     if (fuse_session_mount(session, mountpoint.c_str()) != 0) {
         fuse_remove_signal_handlers(session);
         fuse_session_destroy(session);

@@ -40,6 +40,7 @@ std::uint64_t Content::size(Node node) const {
     switch (node.kind) {
         case NodeKind::ModelJson: return model_json_.size();
         case NodeKind::StatsJson: return kStatsJsonSize;
+        case NodeKind::Metrics: return stats_.metrics_size();
         case NodeKind::Raw: return catalog_.tensors[node.tensor].nbytes;
         case NodeKind::MetaJson: return meta_json(node.tensor).size();
         case NodeKind::DequantF32: return catalog_.tensors[node.tensor].f32_bytes();
@@ -83,6 +84,10 @@ void Content::read_pieces(Node node, std::uint64_t offset, std::size_t length, R
         case NodeKind::StatsJson:
             stats_.json.reads.add(1);
             pieces.text_ = stats_.render_json();
+            return add_text(pieces.text_, offset, length, pieces);
+        case NodeKind::Metrics:
+            stats_.json.reads.add(1);
+            pieces.text_ = stats_.render_prometheus();
             return add_text(pieces.text_, offset, length, pieces);
         case NodeKind::MetaJson:
             stats_.json.reads.add(1);

@@ -38,6 +38,21 @@ DequantReader::DequantReader(const Catalog& catalog, const SourceFiles& files, S
       ahead_(ahead_threads(), kMaxQueuedAhead) {
     stats_.cache_budget = cache_budget;
     stats_.cache_chunk_bytes = chunk_bytes_;
+    for (const auto& tensor : catalog.tensors) {
+        const TypeTraits* type = tensor.type;
+        if (!type->has_dequant()) continue;
+        const auto known = std::find_if(decoded_by_type_.begin(), decoded_by_type_.end(),
+                                        [type](const auto& entry) { return entry.first == type; });
+        if (known == decoded_by_type_.end()) decoded_by_type_.emplace_back(type, &stats_.bytes_decoded_by_dtype.of(type->name));
+    }
+}
+
+Counter& DequantReader::decoded_bytes_of(const TypeTraits& type) {
+    // A model has a handful of dtypes: a scan is quicker than a map.
+    for (const auto& [known, counter] : decoded_by_type_) {
+        if (known == &type) return *counter;
+    }
+    return stats_.bytes_decoded;  // unreachable: every dtype with a dequant was registered at construction
 }
 
 std::uint64_t DequantReader::chunk_elements(const Tensor& tensor) const {
@@ -71,6 +86,7 @@ void DequantReader::decode(std::uint32_t index, std::uint64_t chunk, float* valu
     const auto elapsed = std::chrono::steady_clock::now() - started;
     stats_.decode_nanoseconds.add(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
     stats_.bytes_decoded.add(blocks * type.block_elements * 4);
+    decoded_bytes_of(type).add(blocks * type.block_elements * 4);
 }
 
 ChunkCache::Fill DequantReader::decoder(std::uint32_t tensor, std::uint64_t chunk) {

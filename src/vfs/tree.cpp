@@ -12,12 +12,14 @@ constexpr std::uint64_t kRootInode = 1;  // FUSE_ROOT_ID
 constexpr std::uint64_t kModelJsonInode = 2;
 constexpr std::uint64_t kStatsDirInode = 3;
 constexpr std::uint64_t kStatsJsonInode = 4;
+constexpr std::uint64_t kMetricsInode = 5;
 constexpr std::uint64_t kFirstTensorInode = 8;
 constexpr std::uint64_t kInodesPerTensor = 8;
 
 constexpr std::string_view kModelJsonName = "model.json";
 constexpr std::string_view kStatsDirName = ".tensorfs";
 constexpr std::string_view kStatsJsonName = "stats.json";
+constexpr std::string_view kMetricsName = "metrics";
 
 struct TensorFile {
     std::string_view name;
@@ -63,6 +65,7 @@ std::uint64_t Tree::inode_of(Node node) {
         case NodeKind::ModelJson: return kModelJsonInode;
         case NodeKind::StatsDir: return kStatsDirInode;
         case NodeKind::StatsJson: return kStatsJsonInode;
+        case NodeKind::Metrics: return kMetricsInode;
         case NodeKind::TensorDir: return tensor_base;
         default: break;
     }
@@ -78,6 +81,7 @@ std::optional<Node> Tree::node_of(std::uint64_t inode) const {
         case kModelJsonInode: return Node{NodeKind::ModelJson};
         case kStatsDirInode: return Node{NodeKind::StatsDir};
         case kStatsJsonInode: return Node{NodeKind::StatsJson};
+        case kMetricsInode: return Node{NodeKind::Metrics};
         default: break;
     }
     if (inode < kFirstTensorInode) return std::nullopt;
@@ -103,6 +107,7 @@ std::optional<Node> Tree::lookup(Node parent, std::string_view name) const {
         }
         case NodeKind::StatsDir:
             if (name == kStatsJsonName) return Node{NodeKind::StatsJson};
+            if (name == kMetricsName) return Node{NodeKind::Metrics};
             return std::nullopt;
         case NodeKind::TensorDir:
             for (std::size_t i = 0; i < child_count(parent); ++i) {
@@ -119,7 +124,8 @@ Node Tree::parent_of(Node node) const {
         case NodeKind::ModelJson:
         case NodeKind::StatsDir:
         case NodeKind::TensorDir: return Node{NodeKind::Root};
-        case NodeKind::StatsJson: return Node{NodeKind::StatsDir};
+        case NodeKind::StatsJson:
+        case NodeKind::Metrics: return Node{NodeKind::StatsDir};
         default: return Node{NodeKind::TensorDir, node.tensor};
     }
 }
@@ -127,7 +133,7 @@ Node Tree::parent_of(Node node) const {
 std::size_t Tree::child_count(Node directory) const {
     switch (directory.kind) {
         case NodeKind::Root: return kRootFixedEntries + directory_names_.size();
-        case NodeKind::StatsDir: return 1;
+        case NodeKind::StatsDir: return 2;
         case NodeKind::TensorDir: return has_dequant_[directory.tensor] ? kTensorFiles.size() : kFilesWithoutDequant;
         default: return 0;
     }
@@ -142,7 +148,9 @@ DirEntry Tree::child(Node directory, std::size_t index) const {
                 const auto tensor = static_cast<std::uint32_t>(index - kRootFixedEntries);
                 return {directory_names_[tensor], Node{NodeKind::TensorDir, tensor}};
             }
-        case NodeKind::StatsDir: return {kStatsJsonName, Node{NodeKind::StatsJson}};
+        case NodeKind::StatsDir:
+            if (index == 0) return {kStatsJsonName, Node{NodeKind::StatsJson}};
+            return {kMetricsName, Node{NodeKind::Metrics}};
         default: return {kTensorFiles[index].name, Node{kTensorFiles[index].kind, directory.tensor}};
     }
 }
