@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages tensorfs needs to build, test and run, if any is missing.
 set -euo pipefail
-packages=(g++ cmake make pkg-config libfuse3-dev fuse3 nlohmann-json3-dev libboost-test-dev python3-numpy
+packages=(g++ cmake make pkg-config libfuse3-dev fuse3 nlohmann-json3-dev libsimdjson-dev libboost-test-dev python3-numpy
           clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do

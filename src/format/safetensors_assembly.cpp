@@ -4,19 +4,23 @@
 
 namespace tensorfs::safetensors {
 
-CatalogAssembly::CatalogAssembly(Problems& problems) : problems_(problems) { catalog_.format = "safetensors"; }
+CatalogAssembly::CatalogAssembly(Problems& problems)
+    : problems_(problems), tensor_names_(0, HashByName{NameOf{&catalog_}}, SameName{NameOf{&catalog_}}) {
+    catalog_.format = "safetensors";
+}
 
 void CatalogAssembly::add_file(SourceFile file, Header header) {
     const auto index = static_cast<std::uint32_t>(catalog_.files.size());
     for (auto& tensor : header.tensors) {
-        const auto [found, added] = file_of_tensor_.emplace(tensor.name, index);
-        if (!added) {
-            problems_.add(file.path, "tensor " + json_quoted(tensor.name) + " is in both " +
-                                         catalog_.files[found->second].display + " and " + file.display);
-            continue;
-        }
         tensor.file = index;
         catalog_.tensors.push_back(std::move(tensor));
+        const auto [found, added] = tensor_names_.insert(static_cast<std::uint32_t>(catalog_.tensors.size() - 1));
+        if (!added) {
+            const Tensor& twin = catalog_.tensors.back();
+            problems_.add(file.path, "tensor " + json_quoted(twin.name) + " is in both " +
+                                         catalog_.files[catalog_.tensors[*found].file].display + " and " + file.display);
+            catalog_.tensors.pop_back();
+        }
     }
     add_metadata(header.metadata);
     catalog_.files.push_back(std::move(file));
@@ -26,12 +30,6 @@ void CatalogAssembly::add_metadata(const nlohmann::json& metadata) {
     for (const auto& [key, value] : metadata.items()) {
         if (!catalog_.metadata.contains(key)) catalog_.metadata[key] = value;
     }
-}
-
-std::optional<std::uint32_t> CatalogAssembly::file_of(const std::string& name) const {
-    const auto found = file_of_tensor_.find(name);
-    if (found == file_of_tensor_.end()) return std::nullopt;
-    return found->second;
 }
 
 }  // namespace tensorfs::safetensors
