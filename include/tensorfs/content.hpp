@@ -4,8 +4,10 @@
 
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -64,12 +66,14 @@ public:
     };
     FileSlice raw_slice(std::uint32_t tensor, std::uint64_t offset, std::size_t length) const;
 
-    const std::string& npy_header(std::uint32_t tensor) const { return npy_headers_[tensor]; }
+    // The header of dequant.npy (made when asked: a few hundred bytes a tensor, kept for none); "" without dequant.
+    std::string npy_header(std::uint32_t tensor) const;
     Stats& stats() { return stats_; }
     std::size_t chunk_bytes() const { return dequant_.chunk_bytes(); }
 
 private:
     std::string meta_json(std::uint32_t tensor) const;
+    std::uint64_t meta_json_size(std::uint32_t tensor) const;
     // Appends the part of `text` at [offset, offset + length) to `pieces`.
     static void add_text(const std::string& text, std::uint64_t offset, std::size_t length, ReadPieces& pieces);
 
@@ -78,7 +82,9 @@ private:
     Stats& stats_;
     DequantReader dequant_;
     std::string model_json_;
-    std::vector<std::string> npy_headers_;  // per tensor; empty for tensors without dequant
+    // Per tensor, the size of its meta.json once asked (0 until then: no meta.json is empty). A walk asks for every
+    // one, in readdirplus replies; the text itself is made again at each read.
+    std::unique_ptr<std::atomic<std::uint32_t>[]> meta_json_sizes_;
 };
 
 }  // namespace tensorfs

