@@ -76,6 +76,8 @@ private:
     std::uint64_t meta_json_size(std::uint32_t tensor) const;
     // Appends the part of `text` at [offset, offset + length) to `pieces`.
     static void add_text(const std::string& text, std::uint64_t offset, std::size_t length, ReadPieces& pieces);
+    // add_text for the text files (JSON, and the metrics), counted as `json` reads.
+    void read_text(const std::string& text, std::uint64_t offset, std::size_t length, ReadPieces& pieces);
 
     const Catalog& catalog_;
     const SourceFiles& files_;

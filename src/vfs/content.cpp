@@ -87,23 +87,25 @@ std::size_t Content::read(Node node, std::uint64_t offset, std::size_t length, c
     return pieces.size();
 }
 
+void Content::read_text(const std::string& text, std::uint64_t offset, std::size_t length, ReadPieces& pieces) {
+    const std::size_t before = pieces.size();
+    add_text(text, offset, length, pieces);
+    stats_.json.reads.add(1);
+    stats_.json.bytes.add(pieces.size() - before);
+}
+
 void Content::read_pieces(Node node, std::uint64_t offset, std::size_t length, ReadPieces& pieces) {
     switch (node.kind) {
-        case NodeKind::ModelJson:
-            stats_.json.reads.add(1);
-            return add_text(model_json_, offset, length, pieces);
+        case NodeKind::ModelJson: return read_text(model_json_, offset, length, pieces);
         case NodeKind::StatsJson:
-            stats_.json.reads.add(1);
             pieces.text_ = stats_.render_json();
-            return add_text(pieces.text_, offset, length, pieces);
+            return read_text(pieces.text_, offset, length, pieces);
         case NodeKind::Metrics:
-            stats_.json.reads.add(1);
             pieces.text_ = stats_.render_prometheus();
-            return add_text(pieces.text_, offset, length, pieces);
+            return read_text(pieces.text_, offset, length, pieces);
         case NodeKind::MetaJson:
-            stats_.json.reads.add(1);
             pieces.text_ = meta_json(node.tensor);
-            return add_text(pieces.text_, offset, length, pieces);
+            return read_text(pieces.text_, offset, length, pieces);
         case NodeKind::DequantF32:
         case NodeKind::DequantNpy: {
             if (node.kind == NodeKind::DequantNpy) pieces.text_ = npy_header(node.tensor);
