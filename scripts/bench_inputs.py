@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """Writes the benchmark's inputs: large checkpoints made of valid bytes, quickly (a few random blocks repeated).
 
-usage: bench_inputs.py FOLDER [--scale S]
+usage: bench_inputs.py FOLDER [--scale S] [--only read,moe,million]
 
 FOLDER/bf16.safetensors      BF16 model, 16 tensors of 4096 x 16384 x S (2 GiB at S=1)
 FOLDER/q4_k.gguf             Q4_K model, 16 tensors of 16384 x 4096 x S (576 MiB of blocks at S=1)
 FOLDER/q6_k.gguf             Q6_K model, 12 tensors of 16384 x 4096 x S (630 MiB of blocks at S=1)
 FOLDER/moe-small/            100,000 F32 tensors in 200 safetensors shards + index, sparse files
 FOLDER/moe-large/            the same names and shards with a data section 100 times larger, sparse files
-S < 1 makes everything smaller, for a quick try of the script itself.
+FOLDER/moe-million/          1,000,000 F32 tensors in 1,000 safetensors shards + index, sparse files
+S < 1 makes everything smaller, for a quick try of the script itself. --only writes some of them: read (the
+first three), moe (the two 100,000-tensor checkpoints), million; all but million by default.
 """
 import argparse
 import json
@@ -118,15 +120,22 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("folder")
     parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--only", default="read,moe")
     args = parser.parse_args()
+    only = set(args.only.split(","))
     rng = np.random.default_rng(5)
     os.makedirs(args.folder, exist_ok=True)
-    write_bf16_model(os.path.join(args.folder, "bf16.safetensors"), args.scale, rng)
-    write_gguf_model(os.path.join(args.folder, "q4_k.gguf"), "Q4_K", 16, args.scale, rng)
-    write_gguf_model(os.path.join(args.folder, "q6_k.gguf"), "Q6_K", 12, args.scale, rng)
-    tensors = max(200, int(100_000 * min(args.scale, 1.0)))
-    write_sparse_checkpoint(os.path.join(args.folder, "moe-small"), tensors, 200, 1024)
-    write_sparse_checkpoint(os.path.join(args.folder, "moe-large"), tensors, 200, 102400)
+    if "read" in only:
+        write_bf16_model(os.path.join(args.folder, "bf16.safetensors"), args.scale, rng)
+        write_gguf_model(os.path.join(args.folder, "q4_k.gguf"), "Q4_K", 16, args.scale, rng)
+        write_gguf_model(os.path.join(args.folder, "q6_k.gguf"), "Q6_K", 12, args.scale, rng)
+    if "moe" in only:
+        tensors = max(200, int(100_000 * min(args.scale, 1.0)))
+        write_sparse_checkpoint(os.path.join(args.folder, "moe-small"), tensors, 200, 1024)
+        write_sparse_checkpoint(os.path.join(args.folder, "moe-large"), tensors, 200, 102400)
+    if "million" in only:
+        tensors = max(1000, int(1_000_000 * min(args.scale, 1.0)))
+        write_sparse_checkpoint(os.path.join(args.folder, "moe-million"), tensors, 1000, 1024)
 
 
 if __name__ == "__main__":
