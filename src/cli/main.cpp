@@ -45,7 +45,7 @@ constexpr const char* kUsage =
     "  -s                 serve requests on one thread\n"
     "  -o OPT[,OPT...]    tensorfs's own options, libfuse's (below) and the usual mount(8) ones:\n"
     "                       cache_size=SIZE   decoded chunks kept in memory (K, M, G, T suffixes)\n"
-    "                       threads=N         FUSE worker threads (1 to 1024)\n"
+    "                       threads=N         threads serving reads (1 to 1024)\n"
     "                       dev, nodev, suid, nosuid, exec, noexec, atime, noatime, sync, async, dirsync\n"
     "                       ro, rw (the mount is read-only either way), defaults, auto, noauto, user,\n"
     "                       users, nouser, owner, group, nofail, _netdev, x-*, comment=*, relatime,\n"

@@ -182,9 +182,7 @@ LatencyHistogram* read_latency_of(Stats& stats, NodeKind kind) {
     }
 }
 
-void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
-    const auto arrived = std::chrono::steady_clock::now();
-    count(req, FuseRequest::Read);
+void serve_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, std::chrono::steady_clock::time_point arrived) {
     Filesystem& fs = filesystem_of(req);
     const auto node = fs.tree.node_of(ino);
     if (!node) return (void)fuse_reply_err(req, ENOENT);
@@ -201,6 +199,16 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
         const auto elapsed = std::chrono::steady_clock::now() - arrived;
         latency->observe(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
     }
+}
+
+// Reads go to the read workers when there are some (read_workers.hpp says why); the loop's thread answers the rest.
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+    const auto arrived = std::chrono::steady_clock::now();
+    count(req, FuseRequest::Read);
+    if (ReadWorkers* workers = filesystem_of(req).read_workers) {
+        return workers->run([=] { serve_read(req, ino, size, off, arrived); });
+    }
+    serve_read(req, ino, size, off, arrived);
 }
 
 // Folders never change, so opening one needs no round trip. A kernel that can do without opendir
