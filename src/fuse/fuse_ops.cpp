@@ -17,8 +17,10 @@
 namespace tensorfs {
 namespace {
 
-// The tree never changes while mounted, so the kernel may keep names and attributes as long as it likes.
-constexpr double kCacheSeconds = 86400.0;
+// The tree never changes while mounted, so the kernel may keep names and attributes for the life of the mount:
+// about 30 years (the kernel caps a timeout at what its jiffies can count; a day made a mount that lives longer
+// look its whole tree up again).
+constexpr double kCacheSeconds = 1e9;
 
 // glibc's readdir asks getdents for as many bytes as the directory's st_blksize (at least 32 KiB, at most 1 MiB),
 // and the kernel sizes each READDIRPLUS request, and the buffer it allocates for it, from that. The root lists
