@@ -1,6 +1,7 @@
-// Stats in Prometheus' text exposition format, version 0.0.4 (https://prometheus.io/docs/instrumenting/exposition_formats/):
-// one uninterrupted group of lines per metric name, its # HELP and # TYPE lines first; names with the tensorfs_
-// prefix, in base units (bytes, seconds), counters ending in _total.
+// Stats in Prometheus' text exposition format, version 0.0.4
+// (https://prometheus.io/docs/instrumenting/exposition_formats/): one uninterrupted group of lines per metric name,
+// its # HELP and # TYPE lines first; names with the tensorfs_ prefix, in base units (bytes, seconds), counters
+// ending in _total.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -122,8 +123,11 @@ std::string render(const Stats& stats, bool widest) {
     out.family("reads_total", "counter", "Read requests answered, by the file read.");
     for (const auto& [file, counters] : files) out.count("reads_total", label("file", file), counters->reads.get());
     out.family("read_bytes_total", "counter", "Bytes answered to read requests, by the file read.");
-    for (const auto& [file, counters] : files) out.count("read_bytes_total", label("file", file), counters->bytes.get());
-    out.family("read_errors_total", "counter", "Read requests answered with an error (EIO: the source could not be read).");
+    for (const auto& [file, counters] : files) {
+        out.count("read_bytes_total", label("file", file), counters->bytes.get());
+    }
+    out.family("read_errors_total", "counter",
+               "Read requests answered with an error (EIO: the source could not be read).");
     out.count("read_errors_total", "", stats.read_errors.get());
     out.family("reply_errors_total", "counter",
                "Replies the kernel did not take (the reader was interrupted, or a source page could not be copied).");

@@ -19,7 +19,9 @@ nlohmann::ordered_json by_dtype_json(const DtypeCounters& counters) {
 
 nlohmann::ordered_json requests_json(const FuseRequestCounters& requests) {
     nlohmann::ordered_json by_kind = nlohmann::ordered_json::object();
-    for (std::size_t i = 0; i < kFuseRequestNames.size(); ++i) by_kind[std::string(kFuseRequestNames[i])] = requests.get(i);
+    for (std::size_t i = 0; i < kFuseRequestNames.size(); ++i) {
+        by_kind[std::string(kFuseRequestNames[i])] = requests.get(i);
+    }
     return by_kind;
 }
 

@@ -105,7 +105,9 @@ int stats_command(const Arguments& args) {
     const SplitArguments split = split_arguments(args, {"--json", "--prometheus"});
     if (!split.error.empty()) return usage_error(split.error);
     if (split.positional.size() != 1) return usage_error("stats needs MOUNTPOINT");
-    if (split.has("--json") && split.has("--prometheus")) return usage_error("stats takes --json or --prometheus, not both");
+    if (split.has("--json") && split.has("--prometheus")) {
+        return usage_error("stats takes --json or --prometheus, not both");
+    }
     const std::string& mountpoint = split.positional[0];
     if (split.has("--prometheus")) {
         auto metrics = read_counters(mountpoint, "metrics");

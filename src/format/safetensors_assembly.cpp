@@ -17,8 +17,9 @@ void CatalogAssembly::add_file(SourceFile file, Header header) {
         const auto [found, added] = tensor_names_.insert(static_cast<std::uint32_t>(catalog_.tensors.size() - 1));
         if (!added) {
             const Tensor& twin = catalog_.tensors.back();
-            problems_.add(file.path, "tensor " + json_quoted(twin.name) + " is in both " +
-                                         catalog_.files[catalog_.tensors[*found].file].display + " and " + file.display);
+            const SourceFile& first = catalog_.files[catalog_.tensors[*found].file];
+            problems_.add(file.path,
+                          "tensor " + json_quoted(twin.name) + " is in both " + first.display + " and " + file.display);
             catalog_.tensors.pop_back();
         }
     }

@@ -206,7 +206,9 @@ std::optional<UsualIndex> read_usual_index(std::string_view text) {
             std::unordered_map<std::string_view, std::uint32_t> shard_ids;  // a model has a few shards
             for (const auto weight : weights) {
                 std::string_view shard;
-                if (weight.key.empty() || weight.value.get_string().get(shard) != simdjson::SUCCESS) return std::nullopt;
+                if (weight.key.empty() || weight.value.get_string().get(shard) != simdjson::SUCCESS) {
+                    return std::nullopt;
+                }
                 const auto [id, added] = shard_ids.emplace(shard, static_cast<std::uint32_t>(index.shards.size()));
                 if (added) index.shards.emplace_back(shard);
                 index.weight_map.emplace_back(std::string(weight.key), id->second);

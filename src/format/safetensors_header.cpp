@@ -122,7 +122,9 @@ private:
             Entry entry;
             entry.name = std::move(fields.name);
             const bool offsets_known = check_span(entry, fields.begin, fields.end);
-            if (const TypeTraits* type = known_dtype(entry, fields.dtype)) set_shape(entry, type, std::move(fields.shape));
+            if (const TypeTraits* type = known_dtype(entry, fields.dtype)) {
+                set_shape(entry, type, std::move(fields.shape));
+            }
             if (offsets_known && entry.type != nullptr) check_size(entry);
             if (!offsets_known) {
                 ++entries_without_span_;

@@ -28,8 +28,8 @@ struct Index {
 
     // The entry of tensor `name`, or nullptr.
     const std::pair<std::string, std::uint32_t>* find(const std::string& name) const {
-        const auto found = std::lower_bound(shard_of_tensor.begin(), shard_of_tensor.end(), name,
-                                            [](const auto& entry, const std::string& key) { return entry.first < key; });
+        const auto before = [](const auto& entry, const std::string& key) { return entry.first < key; };
+        const auto found = std::lower_bound(shard_of_tensor.begin(), shard_of_tensor.end(), name, before);
         return found != shard_of_tensor.end() && found->first == name ? &*found : nullptr;
     }
 };
@@ -78,7 +78,8 @@ public:
         const auto id = shard_id(shard);
         if (!id) {
             problems_.add(path_, "weight_map puts tensor " + safetensors::json_quoted(name) + " in " +
-                                     safetensors::json_quoted(shard) + ", which is not a file inside the index's folder");
+                                     safetensors::json_quoted(shard) +
+                                     ", which is not a file inside the index's folder");
             return false;
         }
         index_.shard_of_tensor.emplace_back(std::move(name), *id);

@@ -25,7 +25,7 @@ constexpr double kCacheSeconds = 1e9;
 // glibc's readdir asks getdents for as many bytes as the directory's st_blksize (at least 32 KiB, at most 1 MiB),
 // and the kernel sizes each READDIRPLUS request, and the buffer it allocates for it, from that. The root lists
 // every tensor: 1 MiB takes about 5,000 entries per round trip. A tensor folder holds a few entries: the smallest
-// buffer (1 MiB there made the kernel allocate and map 256 pages per folder, a third of a first `find`).
+// buffer (1 MiB there made the kernel allocate and map 256 pages for every folder a walk opened).
 constexpr blksize_t kRootBlockSize = 1 << 20;
 constexpr blksize_t kFolderBlockSize = 4096;
 // Files: the largest read the kernel sends.
@@ -199,7 +199,8 @@ void serve_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, std::chr
     });
     if (LatencyHistogram* latency = read_latency_of(fs.content.stats(), node->kind)) {
         const auto elapsed = std::chrono::steady_clock::now() - arrived;
-        latency->observe(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
+        latency->observe(
+            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
     }
 }
 

@@ -43,7 +43,9 @@ DequantReader::DequantReader(const Catalog& catalog, const SourceFiles& files, S
         if (!type->has_dequant()) continue;
         const auto known = std::find_if(decoded_by_type_.begin(), decoded_by_type_.end(),
                                         [type](const auto& entry) { return entry.first == type; });
-        if (known == decoded_by_type_.end()) decoded_by_type_.emplace_back(type, &stats_.bytes_decoded_by_dtype.of(type->name));
+        if (known == decoded_by_type_.end()) {
+            decoded_by_type_.emplace_back(type, &stats_.bytes_decoded_by_dtype.of(type->name));
+        }
     }
 }
 
