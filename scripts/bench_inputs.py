@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes the benchmark's inputs: large checkpoints made of valid bytes, quickly (a few random blocks repeated).
 
-usage: bench_inputs.py FOLDER [--scale S] [--only read,moe,million]
+usage: bench_inputs.py FOLDER [--scale S] [--only read,moe,million,remote]
 
 FOLDER/bf16.safetensors      BF16 model, 16 tensors of 4096 x 16384 x S (2 GiB at S=1)
 FOLDER/q4_k.gguf             Q4_K model, 16 tensors of 16384 x 4096 x S (576 MiB of blocks at S=1)
@@ -9,8 +9,10 @@ FOLDER/q6_k.gguf             Q6_K model, 12 tensors of 16384 x 4096 x S (630 MiB
 FOLDER/moe-small/            100,000 F32 tensors in 200 safetensors shards + index, sparse files
 FOLDER/moe-large/            the same names and shards with a data section 100 times larger, sparse files
 FOLDER/moe-million/          1,000,000 F32 tensors in 1,000 safetensors shards + index, sparse files
+FOLDER/remote/big.safetensors  one BF16 tensor of 512 MiB x S, for the remote figures
+FOLDER/remote/moe-small/       moe-small again, served over HTTP by the remote figures
 S < 1 makes everything smaller, for a quick try of the script itself. --only writes some of them: read (the
-first three), moe (the two 100,000-tensor checkpoints), million; all but million by default.
+first three), moe (the two 100,000-tensor checkpoints), million, remote; all but million by default.
 """
 import argparse
 import json
@@ -50,6 +52,17 @@ def safetensors_header(entries, metadata=None):
 def write_bf16_model(path, scale, rng):
     rows, cols = 4096, int(16384 * scale)
     entries = [(f"model.layers.{i}.mlp.up_proj.weight", "BF16", (rows, cols), rows * cols * 2) for i in range(16)]
+    header, total = safetensors_header(entries, {"format": "pt"})
+    pattern = bf16_bytes(rng.standard_normal(REPEAT_BYTES // 2).astype("<f4") * 0.02)
+    with open(path, "wb") as f:
+        f.write(header)
+        write_repeated(f, pattern, total)
+
+
+def write_remote_model(path, scale, rng):
+    """One 512 MiB BF16 tensor (at scale 1) and a small one after it."""
+    rows, cols = 16384, int(16384 * scale)
+    entries = [("big", "BF16", (rows, cols), rows * cols * 2), ("small", "BF16", (1024,), 2048)]
     header, total = safetensors_header(entries, {"format": "pt"})
     pattern = bf16_bytes(rng.standard_normal(REPEAT_BYTES // 2).astype("<f4") * 0.02)
     with open(path, "wb") as f:
@@ -120,7 +133,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("folder")
     parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--only", default="read,moe")
+    parser.add_argument("--only", default="read,moe,remote", help="comma-separated: read, moe, million, remote")
     args = parser.parse_args()
     only = set(args.only.split(","))
     rng = np.random.default_rng(5)
@@ -129,13 +142,18 @@ def main():
         write_bf16_model(os.path.join(args.folder, "bf16.safetensors"), args.scale, rng)
         write_gguf_model(os.path.join(args.folder, "q4_k.gguf"), "Q4_K", 16, args.scale, rng)
         write_gguf_model(os.path.join(args.folder, "q6_k.gguf"), "Q6_K", 12, args.scale, rng)
+    tensors = max(200, int(100_000 * min(args.scale, 1.0)))
     if "moe" in only:
-        tensors = max(200, int(100_000 * min(args.scale, 1.0)))
         write_sparse_checkpoint(os.path.join(args.folder, "moe-small"), tensors, 200, 1024)
         write_sparse_checkpoint(os.path.join(args.folder, "moe-large"), tensors, 200, 102400)
     if "million" in only:
-        tensors = max(1000, int(1_000_000 * min(args.scale, 1.0)))
-        write_sparse_checkpoint(os.path.join(args.folder, "moe-million"), tensors, 1000, 1024)
+        millions = max(1000, int(1_000_000 * min(args.scale, 1.0)))
+        write_sparse_checkpoint(os.path.join(args.folder, "moe-million"), millions, 1000, 1024)
+    if "remote" in only:
+        remote = os.path.join(args.folder, "remote")
+        os.makedirs(remote, exist_ok=True)
+        write_remote_model(os.path.join(remote, "big.safetensors"), args.scale, rng)
+        write_sparse_checkpoint(os.path.join(remote, "moe-small"), tensors, 200, 1024)
 
 
 if __name__ == "__main__":

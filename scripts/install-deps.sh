@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages tensorfs needs to build, test and run, if any is missing.
 set -euo pipefail
+# libcurl for remote sources; nginx-light and openssl run the remote tests' servers (a CA made per run); curl is
+# the remote benchmark's baseline.
 packages=(g++ cmake make pkg-config libfuse3-dev fuse3 nlohmann-json3-dev libsimdjson-dev libboost-test-dev python3-numpy
-          clang libclang-rt-14-dev)
+          clang libclang-rt-14-dev libcurl4-openssl-dev nginx-light openssl curl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -11,6 +13,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "installing: ${missing[*]}"
+  # Packages' scripts must not start services (nginx's would take port 80): the tests start their own servers.
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    $sudo sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod +x $policy"
+    trap '$sudo rm -f "$policy"' EXIT
+  fi
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

@@ -60,10 +60,15 @@ public:
 
     // Where the bytes of a `raw` range lie in the source, for replies straight from the file.
     struct FileSlice {
+        const Tensor* tensor;
         std::uint32_t file;
         std::uint64_t offset;
         std::size_t length;  // already clipped to the tensor's size
     };
+    // Reads a slice's bytes into `dst` (from the source, never from its mapping). Throws IoError.
+    void read_slice(const FileSlice& slice, void* dst) const {
+        files_.read_of_tensor(*slice.tensor, slice.offset, slice.length, dst);
+    }
     FileSlice raw_slice(std::uint32_t tensor, std::uint64_t offset, std::size_t length) const;
 
     // The header of dequant.npy (made when asked: a few hundred bytes a tensor, kept for none); "" without dequant.

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "tensorfs/source_options.hpp"
+
 namespace tensorfs {
 
 struct MountOptions {
@@ -16,6 +18,7 @@ struct MountOptions {
     std::vector<std::string> fuse_options;   // passed to libfuse as `-o` options
     std::uint64_t cache_size = 0;            // bytes of decoded chunks kept; 0 = default
     unsigned threads = 0;                    // FUSE worker threads; 0 = default
+    SourceOptions source_options;            // cache_dir=, disk_cache_size= (remote sources)
 };
 
 // Returns the process exit status: 0 after a clean unmount, 1 invalid source or options, 2 the mount failed.

@@ -21,6 +21,11 @@ public:
         files_[file]->read(offset, length, dst);
     }
 
+    // The same for bytes of `tensor`, so that a remote file reads ahead only inside that tensor's bytes.
+    void read_of_tensor(const Tensor& tensor, std::uint64_t offset, std::size_t length, void* dst) const {
+        files_[tensor.file]->read_in_region(offset, length, dst, tensor.offset, tensor.offset + tensor.nbytes);
+    }
+
     // SourceObject::mapped and forget_mapped of file `file`.
     const char* mapped(std::uint32_t file, std::uint64_t offset, std::size_t length) const {
         return files_[file]->mapped(offset, length);

@@ -33,6 +33,12 @@ public:
     // they cannot be read: the file shrank or changed since it was opened, or an I/O or network error.
     virtual void read(std::uint64_t offset, std::size_t length, void* dst) const = 0;
 
+    // read(), for a read that is part of a larger region a reader may go on reading in order (a tensor's bytes):
+    // an object that reads ahead of sequential readers stays inside [region_begin, region_end), so that reading
+    // one tensor never fetches much beyond it. Local files just read.
+    virtual void read_in_region(std::uint64_t offset, std::size_t length, void* dst, std::uint64_t region_begin,
+                                std::uint64_t region_end) const;
+
     // The bytes [offset, offset + length) in a read-only mapping, for a reply the kernel copies straight from the
     // page cache; never to be read by this process (a file truncated since raises SIGBUS there, whereas the kernel
     // only fails the copy). nullptr when the range is not mapped (remote objects, files that cannot be mapped):
@@ -70,7 +76,10 @@ public:
     // store hides its latency with more requests in flight than a local disk has cores to parse with.
     virtual unsigned parallel_reads() const = 0;
 
-    // open_if_exists, with a missing file refused as "no such file".
+    // How a missing file is told in messages: "no such file" here, the server's words for remote folders.
+    virtual std::string missing(const std::string& relative) const;
+
+    // open_if_exists, with a missing file refused as missing() says.
     std::shared_ptr<const SourceObject> open(const std::string& relative) const;
 };
 

@@ -9,8 +9,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
+
+#include <nlohmann/json.hpp>
 
 namespace tensorfs {
 
@@ -23,6 +26,20 @@ struct Counter {
 struct FileKindCounters {
     Counter reads;
     Counter bytes;
+};
+
+// What the remote layer (HTTP, the Hub, S3) did for this mount or command; zero for local sources. Shared by Stats
+// and the remote layer (through SourceOptions), whose read-ahead may still finish a fetch after the mount ended.
+struct RemoteCounters {
+    Counter requests;           // HTTP requests sent (each retry and redirect hop counts)
+    Counter bytes_fetched;      // body bytes received for ranges asked for
+    Counter retries;            // requests repeated after a connection error, 5xx or 429
+    Counter disk_cache_hits;    // blocks read from the disk cache
+    Counter disk_cache_misses;  // blocks that had to be fetched
+    Counter objects_changed;    // objects found changed (ETag or size) since the mount: their reads fail
+
+    // The counters as a JSON object (the "remote" group of stats.json).
+    nlohmann::ordered_json to_json() const;
 };
 
 // How long reads took, counted in fixed buckets: lock-free, so every read may be counted.
@@ -102,6 +119,7 @@ struct Stats {
     std::atomic<std::uint64_t> cache_bytes_in_use{0};
     std::uint64_t cache_budget = 0;
     std::uint64_t cache_chunk_bytes = 0;   // the usual size of a decoded chunk
+    std::shared_ptr<RemoteCounters> remote = std::make_shared<RemoteCounters>();
     FuseRequestCounters requests;
     // Time from a read request's arrival to its reply, by what was read: raw, the dequant views, the JSON files.
     LatencyHistogram raw_read_latency, dequant_read_latency, meta_read_latency;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -164,6 +165,24 @@ std::string render(const Stats& stats, bool widest) {
     });
     out.family("decode_seconds_total", "counter", "Time spent decoding.");
     out.seconds("decode_seconds_total", "", stats.decode_nanoseconds.get());
+
+    const RemoteCounters& remote = *stats.remote;
+    const std::tuple<const char*, const char*, const Counter*> remote_counters[] = {
+        {"remote_requests_total", "HTTP requests sent for a remote source (retries and redirects count).",
+         &remote.requests},
+        {"remote_fetched_bytes_total", "Body bytes received for the ranges asked of a remote source.",
+         &remote.bytes_fetched},
+        {"remote_retries_total", "HTTP requests repeated after a connection error, a 5xx or a 429.", &remote.retries},
+        {"remote_disk_cache_hits_total", "Blocks of a remote source read from the disk cache.",
+         &remote.disk_cache_hits},
+        {"remote_disk_cache_misses_total", "Blocks of a remote source that had to be fetched.",
+         &remote.disk_cache_misses},
+        {"remote_objects_changed_total", "Remote objects found changed since the mount (their reads fail).",
+         &remote.objects_changed}};
+    for (const auto& [name, help, counter] : remote_counters) {
+        out.family(name, "counter", help);
+        out.count(name, "", counter->get());
+    }
 
     out.family("fuse_requests_total", "counter", "Requests the kernel sent to this mount, by kind.");
     for (std::size_t i = 0; i < kFuseRequestNames.size(); ++i) {

@@ -27,6 +27,15 @@ nlohmann::ordered_json requests_json(const FuseRequestCounters& requests) {
 
 }  // namespace
 
+nlohmann::ordered_json RemoteCounters::to_json() const {
+    return {{"requests", requests.get()},
+            {"bytes_fetched", bytes_fetched.get()},
+            {"retries", retries.get()},
+            {"disk_cache_hits", disk_cache_hits.get()},
+            {"disk_cache_misses", disk_cache_misses.get()},
+            {"objects_changed", objects_changed.get()}};
+}
+
 void LatencyHistogram::observe(std::uint64_t nanoseconds) {
     std::size_t bucket = 0;
     while (bucket < kBoundNanoseconds.size() && nanoseconds > kBoundNanoseconds[bucket]) ++bucket;
@@ -67,6 +76,7 @@ std::string Stats::render_json() const {
          {{"bytes", bytes_decoded.get()},
           {"seconds", decode_nanoseconds.get() / 1e9},
           {"bytes_by_dtype", by_dtype_json(bytes_decoded_by_dtype)}}},
+        {"remote", remote->to_json()},
         {"fuse_requests", requests_json(requests)},
     };
     std::string text = stats.dump(2);

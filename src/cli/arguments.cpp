@@ -2,27 +2,50 @@
 
 #include <algorithm>
 
+#include "size_option.hpp"
+
 namespace tensorfs::cli {
 
 bool SplitArguments::has(std::string_view flag) const {
     return std::find(flags.begin(), flags.end(), flag) != flags.end();
 }
 
-SplitArguments split_arguments(const Arguments& args, std::initializer_list<std::string_view> known_flags) {
+SplitArguments split_arguments(const Arguments& args, std::initializer_list<std::string_view> known_flags,
+                               const std::vector<std::string_view>& flags_with_values) {
     SplitArguments split;
     bool flags_ended = false;
-    for (const std::string& arg : args) {
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
         if (flags_ended || arg == "-" || !arg.starts_with("-")) {
             split.positional.push_back(arg);
         } else if (arg == "--") {
             flags_ended = true;
         } else if (std::find(known_flags.begin(), known_flags.end(), arg) != known_flags.end()) {
             split.flags.push_back(arg);
+        } else if (std::find(flags_with_values.begin(), flags_with_values.end(), arg) != flags_with_values.end()) {
+            if (i + 1 == args.size()) {
+                if (split.error.empty()) split.error = arg + " needs a value";
+            } else {
+                split.values[arg] = args[++i];
+            }
         } else if (split.error.empty()) {
             split.error = "unknown option '" + arg + "'";
         }
     }
     return split;
+}
+
+std::string take_source_flags(const SplitArguments& split, SourceOptions& options) {
+    if (const auto dir = split.values.find("--cache-dir"); dir != split.values.end()) {
+        if (dir->second.empty()) return "--cache-dir needs a folder";
+        options.cache_dir = dir->second;
+    }
+    if (const auto size = split.values.find("--disk-cache-size"); size != split.values.end()) {
+        const auto bytes = parse_size(size->second);
+        if (!bytes) return "bad --disk-cache-size '" + size->second + "' (e.g. 10G; 0 for none)";
+        options.disk_cache_size = *bytes;
+    }
+    return {};
 }
 
 }  // namespace tensorfs::cli

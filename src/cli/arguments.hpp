@@ -2,23 +2,34 @@
 #pragma once
 
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "commands.hpp"
+#include "tensorfs/source_options.hpp"
 
 namespace tensorfs::cli {
 
 struct SplitArguments {
     std::vector<std::string> positional;
-    std::vector<std::string> flags;  // in the order given, each one of `known_flags`
-    std::string error;               // set when a word looks like a flag but is not a known one
+    std::vector<std::string> flags;            // in the order given, each one of `known_flags`
+    std::map<std::string, std::string> values;  // flags that take a value (`--cache-dir DIR`), the last one given
+    std::string error;                          // set when a word looks like a flag but is not a known one
 
     bool has(std::string_view flag) const;
 };
 
-// Words starting with '-' are flags and must be in `known_flags`; `--` ends the flags; a lone `-` is positional.
-SplitArguments split_arguments(const Arguments& args, std::initializer_list<std::string_view> known_flags);
+// Words starting with '-' are flags and must be in `known_flags` or `flags_with_values` (which take the next
+// word as their value); `--` ends the flags; a lone `-` is positional.
+SplitArguments split_arguments(const Arguments& args, std::initializer_list<std::string_view> known_flags,
+                               const std::vector<std::string_view>& flags_with_values = {});
+
+// The flags every command that reads a SOURCE takes for remote sources: --cache-dir DIR, --disk-cache-size SIZE.
+inline const std::vector<std::string_view> kSourceFlags = {"--cache-dir", "--disk-cache-size"};
+
+// Those flags' values put into `options`; returns an error message, or an empty string.
+std::string take_source_flags(const SplitArguments& split, SourceOptions& options);
 
 }  // namespace tensorfs::cli

@@ -46,15 +46,17 @@ void write_all(const char* data, std::size_t length) {
 }  // namespace
 
 int cat_command(const Arguments& args) {
-    const SplitArguments split = split_arguments(args, {"--raw", "--f32", "--npy"});
+    const SplitArguments split = split_arguments(args, {"--raw", "--f32", "--npy"}, kSourceFlags);
     if (!split.error.empty()) return usage_error(split.error);
+    SourceOptions options;
+    if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
     if (split.positional.size() != 2) return usage_error("cat needs SOURCE and TENSOR");
     if (split.flags.size() > 1) return usage_error("cat takes one of --raw, --f32, --npy");
     const std::string view = split.flags.empty() ? "--f32" : split.flags.front();
     if (::isatty(STDOUT_FILENO)) {
         return failure("cat writes binary data, not to a terminal; redirect it to a file or a pipe (> tensor.f32)");
     }
-    const LoadedSource source(split.positional[0]);
+    const LoadedSource source(split.positional[0], options);
     const std::optional<std::uint32_t> tensor = find_tensor(source, split.positional[1]);
     if (!tensor) {
         return failure(split.positional[0] + ": no tensor named '" + split.positional[1] +

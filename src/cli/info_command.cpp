@@ -67,10 +67,12 @@ std::string metadata_text(const Catalog& catalog) {
 }  // namespace
 
 int info_command(const Arguments& args) {
-    const SplitArguments split = split_arguments(args, {"--json"});
+    const SplitArguments split = split_arguments(args, {"--json"}, kSourceFlags);
     if (!split.error.empty()) return usage_error(split.error);
+    SourceOptions options;
+    if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
     if (split.positional.size() != 1) return usage_error("info needs SOURCE");
-    const LoadedSource source(split.positional[0]);
+    const LoadedSource source(split.positional[0], options);
     const ModelFigures figures = model_figures(source.catalog);
 
     if (split.has("--json")) {

@@ -11,7 +11,8 @@ namespace tensorfs::cli {
 
 struct LoadedSource {
     // Throws InvalidSource, as a mount of the same SOURCE would refuse it.
-    explicit LoadedSource(const std::string& source) : catalog(open_catalog(source)), tree(catalog) {}
+    LoadedSource(const std::string& source, const SourceOptions& options)
+        : catalog(open_catalog(source, options)), tree(catalog) {}
 
     Catalog catalog;
     Tree tree;  // the directory names; names that cannot become directories are refused here too

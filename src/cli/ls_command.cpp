@@ -10,10 +10,12 @@
 namespace tensorfs::cli {
 
 int ls_command(const Arguments& args) {
-    const SplitArguments split = split_arguments(args, {"--json"});
+    const SplitArguments split = split_arguments(args, {"--json"}, kSourceFlags);
     if (!split.error.empty()) return usage_error(split.error);
+    SourceOptions options;
+    if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
     if (split.positional.size() != 1) return usage_error("ls needs SOURCE");
-    const LoadedSource source(split.positional[0]);
+    const LoadedSource source(split.positional[0], options);
     const Catalog& catalog = source.catalog;
 
     if (split.has("--json")) {

@@ -8,24 +8,29 @@
 
 #include "commands.hpp"
 #include "libfuse.hpp"
+#include "remote/http_client.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/remote_source.hpp"
 
 namespace tensorfs::cli {
 namespace {
 
 constexpr const char* kUsage =
     "usage: tensorfs mount SOURCE MOUNTPOINT [-f] [-d] [-s] [-o OPT[,OPT...]] [--cache-size SIZE] [--threads N]\n"
+    "                      [--cache-dir DIR] [--disk-cache-size SIZE]\n"
     "       tensorfs SOURCE MOUNTPOINT [-o OPT[,OPT...]]     (the form mount(8) and fstab use)\n"
     "       tensorfs umount MOUNTPOINT\n"
-    "       tensorfs ls SOURCE [--json]\n"
-    "       tensorfs info SOURCE [--json]\n"
-    "       tensorfs cat SOURCE TENSOR [--raw | --f32 | --npy]\n"
-    "       tensorfs validate SOURCE\n"
+    "       tensorfs ls SOURCE [--json] [--cache-dir DIR]\n"
+    "       tensorfs info SOURCE [--json] [--cache-dir DIR]\n"
+    "       tensorfs cat SOURCE TENSOR [--raw | --f32 | --npy] [--cache-dir DIR]\n"
+    "       tensorfs validate SOURCE [--cache-dir DIR]\n"
     "       tensorfs stats MOUNTPOINT [--json | --prometheus]\n"
     "       tensorfs --help | --version\n"
     "\n"
     "SOURCE is a .safetensors file, a .safetensors.index.json, a .gguf file (or any part of a split set), or a\n"
-    "folder holding one of those. Every tensor becomes a folder with raw, meta.json, dequant.f32, dequant.npy.\n"
+    "folder holding one of those; or such a file at an http(s):// URL, or hf://ORG/REPO[@REVISION][/PATH] on the\n"
+    "Hugging Face Hub (token: $HF_TOKEN), read by range requests through a disk cache. Every tensor becomes a\n"
+    "folder with raw, meta.json, dequant.f32, dequant.npy.\n"
     "\n"
     "commands:\n"
     "  mount     mount SOURCE read-only at MOUNTPOINT; returns once the mount is ready\n"
@@ -46,12 +51,16 @@ constexpr const char* kUsage =
     "  -o OPT[,OPT...]    tensorfs's own options, libfuse's (below) and the usual mount(8) ones:\n"
     "                       cache_size=SIZE   decoded chunks kept in memory (K, M, G, T suffixes)\n"
     "                       threads=N         threads serving reads (1 to 1024)\n"
+    "                       cache_dir=DIR     remote sources' disk cache (default $XDG_CACHE_HOME/tensorfs)\n"
+    "                       disk_cache_size=SIZE  the most it holds (default 10G; 0: no disk cache)\n"
     "                       dev, nodev, suid, nosuid, exec, noexec, atime, noatime, sync, async, dirsync\n"
     "                       ro, rw (the mount is read-only either way), defaults, auto, noauto, user,\n"
     "                       users, nouser, owner, group, nofail, _netdev, x-*, comment=*, relatime,\n"
     "                       strictatime, nodiratime, lazytime: accepted, changing nothing\n"
     "  --cache-size SIZE  same as -o cache_size=SIZE\n"
     "  --threads N        same as -o threads=N\n"
+    "  --cache-dir DIR, --disk-cache-size SIZE   same as -o cache_dir=DIR, disk_cache_size=SIZE; ls, info, cat\n"
+    "                     and validate take them too\n"
     "\n"
     "exit status: 0 success, 1 invalid source or usage, 2 the mount itself failed.\n"
     "\n"
@@ -91,7 +100,7 @@ int run(const Arguments& all) {
     if (first == "cat") return cat_command(rest);
     if (first == "stats") return stats_command(rest);
     // `tensorfs SOURCE MOUNTPOINT [-o ...]`, the form mount(8) and fstab use.
-    if (!first.starts_with("-") && !path_exists(first)) {
+    if (!first.starts_with("-") && !path_exists(first) && !is_remote_source(first)) {
         return usage_error("'" + first + "' is neither a command nor an existing SOURCE");
     }
     return mount_command(all);
@@ -103,6 +112,8 @@ int run(const Arguments& all) {
 
 int main(int argc, char** argv) {
     using namespace tensorfs::cli;
+    // Before any thread starts (libcurl's global setup is not safe to race with one).
+    tensorfs::remote::init_http();
     try {
         return run(Arguments(argv + 1, argv + argc));
     } catch (const tensorfs::InvalidSource& invalid) {

@@ -1,4 +1,5 @@
-// `tensorfs mount SOURCE MOUNTPOINT [-f] [-d] [-s] [-o OPT[,OPT…]] [--cache-size SIZE] [--threads N]`
+// `tensorfs mount SOURCE MOUNTPOINT [-f] [-d] [-s] [-o OPT[,OPT…]] [--cache-size SIZE] [--threads N]
+//                 [--cache-dir DIR] [--disk-cache-size SIZE]`
 #include "commands.hpp"
 #include "mount_options.hpp"
 #include "size_option.hpp"
@@ -37,6 +38,12 @@ int mount_command(const Arguments& args) {
             const auto threads = text ? parse_threads(*text) : std::nullopt;
             if (!threads) return usage_error("--threads needs a number from 1 to 1024");
             options.threads = *threads;
+        } else if (arg == "--cache-dir" || arg == "--disk-cache-size") {
+            const std::string* text = value();
+            if (text == nullptr) return usage_error(arg + " needs a value");
+            const std::string error = take_option_list((arg == "--cache-dir" ? "cache_dir=" : "disk_cache_size=") + *text,
+                                                       options);
+            if (!error.empty()) return usage_error(error);
         } else if (arg.starts_with("-") && arg.size() > 1) {
             return usage_error("unknown option '" + arg + "'");
         } else {

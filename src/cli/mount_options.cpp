@@ -56,6 +56,13 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
             const auto threads = parse_threads(option.substr(8));
             if (!threads) return "bad threads '" + std::string(option.substr(8)) + "' (1 to 1024)";
             options.threads = *threads;
+        } else if (option.starts_with("cache_dir=")) {
+            if (option.size() == 10) return "cache_dir= needs a folder";
+            options.source_options.cache_dir = std::string(option.substr(10));
+        } else if (option.starts_with("disk_cache_size=")) {
+            const auto size = parse_size(option.substr(16));
+            if (!size) return "bad disk_cache_size '" + std::string(option.substr(16)) + "' (e.g. 10G; 0 for none)";
+            options.source_options.disk_cache_size = *size;
         } else if (libfuse_accepts(std::string(option))) {
             options.fuse_options.emplace_back(option);
         } else {

@@ -1,6 +1,7 @@
 // `tensorfs validate SOURCE`: every header rule checked, every problem printed, nothing mounted.
 #include <cstdio>
 
+#include "arguments.hpp"
 #include "commands.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/open_source.hpp"
@@ -9,11 +10,16 @@
 namespace tensorfs::cli {
 
 int validate_command(const Arguments& args) {
-    if (args.size() != 1) return usage_error("validate needs SOURCE");
+    const SplitArguments split = split_arguments(args, {}, kSourceFlags);
+    if (!split.error.empty()) return usage_error(split.error);
+    if (split.positional.size() != 1) return usage_error("validate needs SOURCE");
+    SourceOptions options;
+    if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
+    const std::string& source = split.positional[0];
     try {
-        const Catalog catalog = open_catalog(args[0]);
+        const Catalog catalog = open_catalog(source, options);
         const Tree tree(catalog);  // names that cannot become directories are problems too
-        std::printf("%s: valid %s, %zu tensors in %zu file(s)\n", args[0].c_str(), catalog.format.c_str(),
+        std::printf("%s: valid %s, %zu tensors in %zu file(s)\n", source.c_str(), catalog.format.c_str(),
                     catalog.tensors.size(), catalog.files.size());
         return 0;
     } catch (const InvalidSource& invalid) {

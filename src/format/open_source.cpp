@@ -9,6 +9,7 @@
 #include "tensorfs/errors.hpp"
 #include "tensorfs/local_folder.hpp"
 #include "tensorfs/open_source.hpp"
+#include "tensorfs/remote_source.hpp"
 
 namespace tensorfs {
 namespace fs = std::filesystem;
@@ -33,12 +34,6 @@ std::vector<std::string> ending_with(const std::vector<std::string>& names, std:
                  [&](const std::string& name) { return ends_with(name, suffix); });
     return found;
 }
-
-// What a SOURCE names: a folder, or one file in it.
-struct ResolvedSource {
-    std::unique_ptr<SourceFolder> folder;
-    std::string file;  // empty: the folder itself
-};
 
 ResolvedSource resolve_local(const std::string& source) {
     const fs::path path(source);
@@ -85,8 +80,8 @@ Catalog open_file(const SourceFolder& folder, const std::string& file) {
 
 }  // namespace
 
-Catalog open_catalog(const std::string& source) {
-    const ResolvedSource resolved = resolve_local(source);
+Catalog open_catalog(const std::string& source, const SourceOptions& options) {
+    const ResolvedSource resolved = is_remote_source(source) ? resolve_remote(source, options) : resolve_local(source);
     return resolved.file.empty() ? open_folder(*resolved.folder) : open_file(*resolved.folder, resolved.file);
 }
 

@@ -10,7 +10,10 @@ Catalog open_safetensors_files(const SourceFolder& folder, const std::vector<std
     Problems problems;
     safetensors::CatalogAssembly assembly(problems);
     for (auto& shard : safetensors::read_shard_headers(folder, names)) {
-        if (shard.file == nullptr) problems.add(folder.name_of(shard.name), "no such file");
+        // A file that could not be opened has its own problem already (a server error, a refused token).
+        if (shard.file == nullptr && shard.problems.empty()) {
+            problems.add(folder.name_of(shard.name), folder.missing(shard.name));
+        }
         problems.add_all(std::move(shard.problems));
         if (shard.header) {
             const std::uint64_t size = shard.header->file_size;

@@ -216,7 +216,7 @@ Catalog open_safetensors_index(const SourceFolder& folder, const std::string& in
     auto read = safetensors::read_shard_headers(folder, shard_names);
     for (std::size_t shard = 0; shard < read.size(); ++shard) {
         auto& header = read[shard];
-        if (header.file == nullptr) {
+        if (header.file == nullptr && header.problems.empty()) {
             problems.add(index_path, "weight_map names shard " + safetensors::json_quoted(shards[shard]) +
                                          ", which is not a file (" + folder.name_of(header.name) + ")");
         }

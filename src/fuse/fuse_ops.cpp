@@ -152,8 +152,8 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 // raw: straight from the mapping of the source, so the kernel copies the bytes once, from the page cache into
-// the reply (measured as fast as pread into a buffer and a reply from it, without that extra copy); pread into
-// a buffer when the file is not mapped.
+// the reply (measured as fast as pread into a buffer and a reply from it, without that extra copy); read into
+// a buffer when the file is not mapped (remote files).
 void reply_raw(fuse_req_t req, Filesystem& fs, std::uint32_t tensor, std::uint64_t offset, std::size_t size) {
     const Content::FileSlice slice = fs.content.raw_slice(tensor, offset, size);
     if (const char* mapped = fs.files.mapped(slice.file, slice.offset, slice.length)) {
@@ -163,7 +163,7 @@ void reply_raw(fuse_req_t req, Filesystem& fs, std::uint32_t tensor, std::uint64
     }
     thread_local std::vector<char> buffer;
     if (buffer.size() < slice.length) buffer.resize(slice.length);
-    fs.files.read_exact(slice.file, slice.offset, slice.length, buffer.data());
+    fs.content.read_slice(slice, buffer.data());
     count_reply(fs, fuse_reply_buf(req, buffer.data(), slice.length));
 }
 

@@ -4,15 +4,22 @@
 
 namespace tensorfs {
 
+void SourceObject::read_in_region(std::uint64_t offset, std::size_t length, void* dst, std::uint64_t,
+                                  std::uint64_t) const {
+    read(offset, length, dst);
+}
+
 const char* SourceObject::mapped(std::uint64_t, std::size_t) const { return nullptr; }
 
 void SourceObject::forget_mapped(std::uint64_t, std::size_t) const {}
+
+std::string SourceFolder::missing(const std::string&) const { return "no such file"; }
 
 std::shared_ptr<const SourceObject> SourceFolder::open(const std::string& relative) const {
     auto object = open_if_exists(relative);
     if (object == nullptr) {
         Problems problems;
-        problems.add(name_of(relative), "no such file");
+        problems.add(name_of(relative), missing(relative));
         problems.throw_if_any();
     }
     return object;

@@ -65,7 +65,7 @@ Content::FileSlice Content::raw_slice(std::uint32_t index, std::uint64_t offset,
     const std::size_t count = offset >= tensor.nbytes ? 0 : std::min<std::uint64_t>(length, tensor.nbytes - offset);
     stats_.raw.reads.add(1);
     stats_.raw.bytes.add(count);
-    return FileSlice{tensor.file, tensor.offset + offset, count};
+    return FileSlice{&tensor, tensor.file, tensor.offset + offset, count};
 }
 
 void Content::add_text(const std::string& text, std::uint64_t offset, std::size_t length, ReadPieces& pieces) {
@@ -78,7 +78,7 @@ std::size_t Content::read(Node node, std::uint64_t offset, std::size_t length, c
         // Copied with pread, never from a mapping: a file truncated since the mount must give an error, not a
         // SIGBUS in this process.
         const FileSlice slice = raw_slice(node.tensor, offset, length);
-        files_.read_exact(slice.file, slice.offset, slice.length, dst);
+        read_slice(slice, dst);
         return slice.length;
     }
     ReadPieces pieces;

@@ -81,7 +81,7 @@ void DequantReader::decode(std::uint32_t index, std::uint64_t chunk, float* valu
 
     thread_local std::vector<std::uint8_t> stored;
     stored.resize(blocks * type.block_bytes);
-    files_.read_exact(tensor.file, tensor.offset + first_block * type.block_bytes, stored.size(), stored.data());
+    files_.read_of_tensor(tensor, tensor.offset + first_block * type.block_bytes, stored.size(), stored.data());
 
     const auto started = std::chrono::steady_clock::now();
     active_kernel(type)(stored.data(), blocks, values);

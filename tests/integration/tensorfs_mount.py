@@ -27,8 +27,9 @@ def same_floats(expected, actual):
 
 
 def run(*args, **kwargs):
-    """Runs `tensorfs ARGS...` and returns the CompletedProcess (text output)."""
-    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120, **kwargs)
+    """Runs `tensorfs ARGS...` and returns the CompletedProcess (text output unless text=False)."""
+    kwargs.setdefault("text", True)
+    return subprocess.run([BIN, *args], capture_output=True, timeout=120, **kwargs)
 
 
 def is_mounted(path):
@@ -64,17 +65,18 @@ def wait_until(predicate, seconds=10.0):
 
 class Mount:
     """`with Mount(source) as m:` mounts SOURCE in a fresh temporary folder (m.path) and unmounts at exit,
-    also when the body failed."""
+    also when the body failed. `env`: the environment of `tensorfs mount` (default: this process's)."""
 
-    def __init__(self, source, *options):
+    def __init__(self, source, *options, env=None):
         self.source = source
         self.options = options
+        self.env = env
         self.tmp = tempfile.mkdtemp(prefix="tensorfs-test-")
         self.path = os.path.join(self.tmp, "mnt")
         os.mkdir(self.path)
 
     def __enter__(self):
-        result = run("mount", self.source, self.path, *self.options)
+        result = run("mount", self.source, self.path, *self.options, env=self.env)
         if result.returncode != 0:
             os.rmdir(self.path)
             os.rmdir(self.tmp)

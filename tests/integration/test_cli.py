@@ -1,7 +1,8 @@
 """The commands people type: ls, info, cat, validate (no FUSE), stats (on a real mount), --help, --version and the
 mount options of the bare `tensorfs SOURCE MOUNTPOINT -o ...` form. Every command runs on a GGUF file, a GGUF split
 set, a safetensors file and a sharded safetensors folder, and its output is checked against the reference vectors
-(manifest.json and the expected .f32 files), not only its exit status."""
+(manifest.json and the expected .f32 files), not only its exit status. The commands that read a SOURCE run again on
+the same files over HTTP and from a Hub-like server (remote_servers.py)."""
 import collections
 import hashlib
 import io
@@ -16,6 +17,7 @@ import unittest
 
 import numpy as np
 
+import remote_servers
 from tensorfs_mount import BIN, VECTORS, Mount, is_mounted, manifest, run, same_floats
 
 Tensor = collections.namedtuple("Tensor", "name dtype shape elements nbytes file offset raw_sha256 expected")
@@ -33,8 +35,9 @@ def safetensors_tensor(entry, t):
                   t["abs_offset"], t["raw_sha256"], os.path.join(VECTORS, t["expected_f32"]))
 
 
-def sources():
-    """The four kinds of SOURCE, described from manifest.json alone."""
+def sources(where=remote_servers.LOCAL):
+    """The four kinds of SOURCE, described from manifest.json alone, as SOURCEs of `where`. (A web server has no
+    listing: there the sharded model is named by its index, which the folder rule picks.)"""
     m = manifest()
     gguf = {e["file"]: e for e in m["gguf"]}
     st = {e["file"]: e for e in m["safetensors"]}
@@ -42,7 +45,7 @@ def sources():
     shards = [st[f"safetensors/sharded/model-0000{i}-of-00003.safetensors"] for i in (1, 2, 3)]
 
     def gguf_source(label, entries, metadata):
-        return Source(label, os.path.join(VECTORS, entries[0]["file"]), "gguf",
+        return Source(label, where.source(entries[0]["file"]), "gguf",
                       [(os.path.basename(e["file"]), e["file_size"]) for e in entries],
                       [gguf_tensor(e, t) for e in entries for t in e["tensors"]], metadata)
 
@@ -54,12 +57,14 @@ def sources():
         gguf_source("gguf mixed", [gguf["gguf/mixed.gguf"]], kv(gguf["gguf/mixed.gguf"])),
         gguf_source("gguf tiny-llama", [gguf["gguf/tiny-llama-Q4_K_M.gguf"]], kv(gguf["gguf/tiny-llama-Q4_K_M.gguf"])),
         gguf_source("gguf split set", split, None),
-        Source("safetensors file", os.path.join(VECTORS, "safetensors/all_dtypes.safetensors"), "safetensors",
+        Source("safetensors file", where.source("safetensors/all_dtypes.safetensors"), "safetensors",
                [("all_dtypes.safetensors", st["safetensors/all_dtypes.safetensors"]["file_size"])],
                [safetensors_tensor(st["safetensors/all_dtypes.safetensors"], t)
                 for t in st["safetensors/all_dtypes.safetensors"]["tensors"]],
                st["safetensors/all_dtypes.safetensors"]["metadata"]),
-        Source("safetensors sharded folder", os.path.join(VECTORS, "safetensors/sharded"), "safetensors",
+        Source("safetensors sharded folder",
+               where.source("safetensors/sharded" if where.lists_folders else
+                            "safetensors/sharded/model.safetensors.index.json"), "safetensors",
                [(os.path.basename(e["file"]), e["file_size"]) for e in shards],
                [safetensors_tensor(e, t) for e in shards for t in e["tensors"]], sharded_metadata),
     ]
@@ -109,9 +114,11 @@ def write_safetensors(path, tensors, metadata=None):
 
 
 class CommandsWithoutFuse(unittest.TestCase):
+    where = remote_servers.LOCAL
+
     @classmethod
     def setUpClass(cls):
-        cls.sources = sources()
+        cls.sources = sources(cls.where)
 
     def test_ls_table_lists_name_dtype_shape_size(self):
         for source in self.sources:
@@ -271,7 +278,7 @@ class CommandsWithoutFuse(unittest.TestCase):
                     self.assertEqual(hashlib.sha256(result.stdout).hexdigest(), t.raw_sha256)
 
     def test_cat_takes_the_directory_name_too(self):
-        source = os.path.join(VECTORS, "malformed/name_with_slash.safetensors")
+        source = self.where.source("malformed/name_with_slash.safetensors")
         metas = json.loads(run("ls", source, "--json").stdout)
         slashed = next(m for m in metas if "/" in m["name"])
         directory = slashed["name"].replace("%", "%25").replace("/", "%2F")
@@ -350,7 +357,7 @@ class CommandsWithoutFuse(unittest.TestCase):
 
     def test_invalid_sources_are_refused_by_every_command(self):
         for bad in ["malformed/bad_magic.gguf", "malformed/truncated_data.safetensors", "no/such/file.gguf"]:
-            path = os.path.join(VECTORS, bad)
+            path = self.where.source(bad)
             for command in (["ls", path], ["info", path], ["cat", path, "x"], ["validate", path]):
                 with self.subTest(command=command):
                     result = subprocess.run([BIN, *command], capture_output=True, text=True, timeout=60,
@@ -471,6 +478,26 @@ class BareFormMountOptions(unittest.TestCase):
                     self.assertFalse(is_mounted(tmp))
                     self.assertEqual(result.returncode, 1)
                     self.assertRegex(result.stderr, rf"^tensorfs: {re.escape(message)}.*; try 'tensorfs --help'\n$")
+
+
+class CommandsOverHttp(CommandsWithoutFuse):
+    """The commands that read a SOURCE, on the same files fetched by range requests."""
+    where = remote_servers.HTTP
+    # These read no SOURCE, or write one of their own: once is enough.
+    test_cat_refuses_a_terminal = None
+    test_cat_refusals_are_one_line = None
+    test_cat_of_a_dtype_without_float32 = None
+    test_cat_streams_a_big_tensor_in_bounded_memory = None
+    test_usage_errors_are_one_line = None
+    test_help = None
+    test_version = None
+
+
+class CommandsFromTheHub(CommandsOverHttp):
+    """What the Hub adds is addressing and listing: the values that cat writes are checked over HTTP already."""
+    where = remote_servers.HUB
+    test_cat_f32_is_the_expected_values = None
+    test_cat_npy_loads_with_numpy = None
 
 
 if __name__ == "__main__":

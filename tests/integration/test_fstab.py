@@ -17,6 +17,7 @@ import unittest
 
 import numpy as np
 
+import remote_servers
 from tensorfs_mount import BIN, VECTORS, daemon_pids, is_mounted, manifest, wait_until, same_floats
 
 CLONE_NEWNS = 0x00020000
@@ -211,6 +212,21 @@ class InstalledTensorfs(unittest.TestCase):
             self.unmount_and_wait(["umount", first.path], first.path)
             self.unmount_and_wait(["fusermount3", "-u", second.path], second.path)
             self.unmount_and_wait([self.installed("bin", "tensorfs"), "umount", third.path], third.path)
+
+    def test_fstab_line_for_a_hub_model(self):
+        """As the README shows it: an hf:// address, _netdev, the disk cache's folder and size."""
+        source = remote_servers.HUB.source("gguf/tiny-llama-Q4_K_M.gguf")
+        with MountPoint() as mnt:
+            cache = os.path.join(mnt.tmp, "cache")
+            fstab = os.path.join(mnt.tmp, "fstab")
+            with open(fstab, "w") as f:
+                f.write(f"{source} {mnt.path} fuse.tensorfs ro,nofail,_netdev,cache_dir={cache},disk_cache_size=1G 0 0\n")
+            result = subprocess.run(["mount", "-T", fstab, mnt.path], capture_output=True, text=True, timeout=120)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assert_served_by_installed_binary(mnt.path)
+            self.assert_tensor_reads(mnt.path, "gguf/tiny-llama", "blk.0.attn_q.weight")
+            self.assertTrue(any(name.endswith(".block") for _, _, names in os.walk(cache) for name in names))
+            self.unmount_and_wait(["umount", mnt.path], mnt.path)
 
     def test_unknown_option_is_one_clear_line_through_mount8(self):
         with MountPoint() as mnt:

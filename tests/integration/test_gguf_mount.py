@@ -1,4 +1,5 @@
-"""GGUF files mounted for real: every tensor's values against ggml's own outputs, metadata, split sets."""
+"""GGUF files mounted for real: every tensor's values against ggml's own outputs, metadata, split sets; from the
+local files, and the same files over HTTP, HTTPS and from a Hub-like server (remote_servers.py)."""
 import json
 import os
 import struct
@@ -6,6 +7,7 @@ import unittest
 
 import numpy as np
 
+import remote_servers
 from tensorfs_mount import VECTORS, Mount, manifest, same_floats
 
 TYPE_NAMES = {"f32": "F32", "f16": "F16", "bf16": "BF16"}
@@ -20,9 +22,11 @@ def gguf_entry(path):
 
 
 class GgufFiles(unittest.TestCase):
+    where = remote_servers.LOCAL
+
     def check_file(self, relative):
         entry = gguf_entry(relative)
-        with Mount(os.path.join(VECTORS, relative)) as m:
+        with Mount(self.where.source(relative)) as m:
             self.assertEqual(sorted(n for n in os.listdir(m.path) if n not in ("model.json", ".tensorfs")),
                              sorted(t["name"] for t in entry["tensors"]))
             for t in entry["tensors"]:
@@ -73,10 +77,14 @@ class GgufFiles(unittest.TestCase):
 
 
 class SplitModel(unittest.TestCase):
+    where = remote_servers.LOCAL
+
     def test_any_part_or_the_folder_mounts_the_whole_model(self):
         unsplit = gguf_entry("gguf/tiny-llama-Q4_K_M.gguf")
         parts = sorted(os.listdir(os.path.join(VECTORS, "gguf/split")))
-        sources = [os.path.join(VECTORS, "gguf/split", p) for p in parts] + [os.path.join(VECTORS, "gguf/split")]
+        sources = [self.where.source("gguf/split/" + p) for p in parts]
+        if self.where.lists_folders:
+            sources.append(self.where.source("gguf/split"))
         for source in sources:
             with self.subTest(source=os.path.basename(source)), Mount(source) as m:
                 with open(os.path.join(m.path, "model.json")) as f:
@@ -99,6 +107,26 @@ class SplitModel(unittest.TestCase):
                     self.assertEqual(len(raw), t["raw_nbytes"])
                 # The first part's key/value pairs describe the model.
                 self.assertEqual(model["metadata"]["general.architecture"], "llama")
+
+
+class GgufFilesOverHttp(GgufFiles):
+    where = remote_servers.HTTP
+
+
+class GgufFilesOverHttps(GgufFiles):
+    where = remote_servers.HTTPS
+
+
+class GgufFilesFromTheHub(GgufFiles):
+    where = remote_servers.HUB
+
+
+class SplitModelOverHttp(SplitModel):
+    where = remote_servers.HTTP
+
+
+class SplitModelFromTheHub(SplitModel):
+    where = remote_servers.HUB
 
 
 if __name__ == "__main__":

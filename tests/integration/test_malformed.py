@@ -10,6 +10,7 @@ import tempfile
 import unittest
 
 from binary_info import asan_instrumented
+import remote_servers
 from tensorfs_mount import VECTORS, daemon_pids, is_mounted, manifest, run, wait_until
 
 ADDRESS_SPACE_LIMIT = 1 << 30
@@ -26,6 +27,8 @@ def limited_run(*args):
 
 
 class MalformedCorpus(unittest.TestCase):
+    where = remote_servers.LOCAL
+
     @classmethod
     def setUpClass(cls):
         cls.entries = manifest()["malformed"]
@@ -57,7 +60,7 @@ class MalformedCorpus(unittest.TestCase):
 
     def test_validate_gives_each_file_its_expected_outcome(self):
         for entry in self.entries:
-            path = os.path.join(VECTORS, entry["file"])
+            path = self.where.source(entry["file"])
             with self.subTest(file=entry["file"], expected=entry["expected"]):
                 result = limited_run("validate", path)
                 if entry["expected"] == "must be accepted":
@@ -67,7 +70,7 @@ class MalformedCorpus(unittest.TestCase):
 
     def test_mount_gives_each_file_its_expected_outcome(self):
         for entry in self.entries:
-            path = os.path.join(VECTORS, entry["file"])
+            path = self.where.source(entry["file"])
             with self.subTest(file=entry["file"], expected=entry["expected"]):
                 with tempfile.TemporaryDirectory(prefix="tensorfs-malformed-") as folder:
                     mountpoint = os.path.join(folder, "mnt")
@@ -87,6 +90,19 @@ class MalformedCorpus(unittest.TestCase):
                         if is_mounted(mountpoint):
                             self.assertEqual(run("umount", mountpoint).returncode, 0)
                         self.assertTrue(wait_until(lambda: not daemon_pids(mountpoint), 10))
+
+
+class MalformedCorpusOverHttp(MalformedCorpus):
+    """The same verdicts for the same files fetched by range requests."""
+    where = remote_servers.HTTP
+    test_corpus_is_complete = None
+    test_the_limit_stops_a_large_allocation = None
+
+
+class MalformedCorpusFromTheHub(MalformedCorpus):
+    where = remote_servers.HUB
+    test_corpus_is_complete = None
+    test_the_limit_stops_a_large_allocation = None
 
 
 if __name__ == "__main__":

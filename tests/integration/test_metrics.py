@@ -108,6 +108,11 @@ class MetricsOfAMount(unittest.TestCase):
         self.assertEqual(by_dtype, stats["decode"]["bytes_by_dtype"])
         self.assertEqual(sum(by_dtype.values()), stats["decode"]["bytes"])
         self.assertTrue(self.decoded <= {dtype for dtype, count in by_dtype.items() if count > 0})
+        remote = {"requests": "requests", "bytes_fetched": "fetched_bytes", "retries": "retries",
+                  "disk_cache_hits": "disk_cache_hits", "disk_cache_misses": "disk_cache_misses",
+                  "objects_changed": "objects_changed"}
+        for key, name in remote.items():
+            self.assertEqual(value(families, f"tensorfs_remote_{name}_total"), stats["remote"][key])
         for request in ("lookup", "readdirplus", "opendir", "releasedir", "refused"):
             self.assertEqual(value(families, "tensorfs_fuse_requests_total", request=request),
                              stats["fuse_requests"][request])

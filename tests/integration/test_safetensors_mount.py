@@ -1,4 +1,5 @@
-"""A safetensors file mounted for real: every file kind read through the kernel against the reference vectors."""
+"""A safetensors file mounted for real: every file kind read through the kernel against the reference vectors; from
+the local file, and the same file over HTTP, HTTPS and from a Hub-like server (remote_servers.py)."""
 import errno
 import json
 import os
@@ -7,16 +8,19 @@ import unittest
 
 import numpy as np
 
+import remote_servers
 from tensorfs_mount import VECTORS, Mount, daemon_pids, is_mounted, manifest, run, wait_until, same_floats
 
 SOURCE = os.path.join(VECTORS, "safetensors/all_dtypes.safetensors")
 
 
 class SafetensorsMount(unittest.TestCase):
+    where = remote_servers.LOCAL
+
     @classmethod
     def setUpClass(cls):
         cls.entry = manifest()["safetensors"][0]
-        cls.mount = Mount(SOURCE).__enter__()
+        cls.mount = Mount(cls.where.source("safetensors/all_dtypes.safetensors")).__enter__()
 
     @classmethod
     def tearDownClass(cls):
@@ -132,13 +136,15 @@ class MountLifecycle(unittest.TestCase):
 
 
 class RefusedSources(unittest.TestCase):
+    where = remote_servers.LOCAL
+
     def test_broken_header_is_refused_before_mounting(self):
         entries = [e for e in manifest()["malformed"]
                    if e["format"] == "safetensors" and e["expected"].startswith("must be rejected")]
         self.assertGreater(len(entries), 10)
         for entry in entries:
             with self.subTest(file=entry["file"]):
-                source = os.path.join(VECTORS, entry["file"])
+                source = self.where.source(entry["file"])
                 mount = Mount(source)
                 result = run("mount", source, mount.path)
                 try:
@@ -150,6 +156,26 @@ class RefusedSources(unittest.TestCase):
                     self.assertFalse(is_mounted(mount.path))
                 finally:
                     mount.unmount()
+
+
+class SafetensorsMountOverHttp(SafetensorsMount):
+    where = remote_servers.HTTP
+
+
+class SafetensorsMountOverHttps(SafetensorsMount):
+    where = remote_servers.HTTPS
+
+
+class SafetensorsMountFromTheHub(SafetensorsMount):
+    where = remote_servers.HUB
+
+
+class RefusedSourcesOverHttp(RefusedSources):
+    where = remote_servers.HTTP
+
+
+class RefusedSourcesFromTheHub(RefusedSources):
+    where = remote_servers.HUB
 
 
 if __name__ == "__main__":

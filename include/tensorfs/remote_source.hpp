@@ -1,0 +1,29 @@
+// Remote SOURCEs: `http(s)://…` URLs and `hf://ORG/REPO[@REV][/PATH]` Hub addresses, resolved to a folder that
+// reads by HTTP range requests (src/remote), as a local path resolves to a LocalFolder.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "tensorfs/source_object.hpp"
+#include "tensorfs/source_options.hpp"
+
+namespace tensorfs {
+
+// What a SOURCE names: a folder, or one file in it.
+struct ResolvedSource {
+    std::unique_ptr<SourceFolder> folder;
+    std::string file;  // empty: the folder itself
+};
+
+// Whether SOURCE names a remote source (http://, https://, hf://) rather than a local path.
+bool is_remote_source(const std::string& source);
+
+// SOURCE as /proc/mounts and messages may show it: a URL without the user name and password it may carry.
+std::string shown_source(const std::string& source);
+
+// The folder and file of a remote SOURCE. Throws InvalidSource for an address that does not parse; nothing is
+// fetched yet (opening files and listing the folder do that).
+ResolvedSource resolve_remote(const std::string& source, const SourceOptions& options);
+
+}  // namespace tensorfs

@@ -1,0 +1,241 @@
+#include "disk_cache.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace tensorfs::remote {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kBlockSuffix = ".block";
+constexpr const char* kTemporaryPrefix = ".tmp-";
+// Eviction brings the folder down to this share of the budget, so that it does not run again at every write.
+constexpr double kEvictDownTo = 0.9;
+// A temporary file older than this was left by a process that died mid-write.
+constexpr auto kStaleTemporary = std::chrono::minutes(10);
+// Blocks waiting for the writer thread at most (8 MiB each).
+constexpr std::size_t kMaxQueuedWrites = 8;
+
+std::atomic<std::uint64_t> temporary_serial{0};
+
+// 128 bits of FNV-1a with two different bases, each finished with splitmix64's mixer: file names for keys, with
+// the key file in the folder to detect the (unheard-of) collision.
+std::string hash_text(const std::string& key) {
+    const auto fnv = [&](std::uint64_t hash) {
+        for (const char c : key) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+        hash ^= hash >> 30;
+        hash *= 0xbf58476d1ce4e5b9ULL;
+        hash ^= hash >> 27;
+        hash *= 0x94d049bb133111ebULL;
+        return hash ^ (hash >> 31);
+    };
+    char text[33];
+    std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(fnv(0xcbf29ce484222325ULL)),
+                  static_cast<unsigned long long>(fnv(0x84222325cbf29ce4ULL)));
+    return text;
+}
+
+bool write_file(const fs::path& path, const char* data, std::size_t length) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    bool ok = true;
+    while (length > 0 && ok) {
+        const ssize_t written = ::write(fd, data, length);
+        if (written < 0 && errno == EINTR) continue;
+        ok = written > 0;
+        if (ok) {
+            data += written;
+            length -= static_cast<std::size_t>(written);
+        }
+    }
+    return ::close(fd) == 0 && ok;
+}
+
+// Writes `data` to a temporary file beside `target`, then renames it over `target`.
+bool publish(const fs::path& target, const char* data, std::size_t length) {
+    const fs::path temporary =
+        target.parent_path() / (kTemporaryPrefix + std::to_string(::getpid()) + "-" +
+                                std::to_string(temporary_serial.fetch_add(1)) + "-" + target.filename().string());
+    if (!write_file(temporary, data, length) || ::rename(temporary.c_str(), target.c_str()) != 0) {
+        ::unlink(temporary.c_str());
+        return false;
+    }
+    return true;
+}
+
+std::optional<std::string> read_small_file(const fs::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    std::string text;
+    char buffer[4096];
+    for (ssize_t got; (got = ::read(fd, buffer, sizeof buffer)) != 0;) {
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0 || text.size() > (1 << 20)) {
+            ::close(fd);
+            return std::nullopt;
+        }
+        text.append(buffer, static_cast<std::size_t>(got));
+    }
+    ::close(fd);
+    return text;
+}
+
+struct BlockFile {
+    fs::path path;
+    std::uint64_t size;
+    struct timespec used;
+};
+
+}  // namespace
+
+DiskCache::DiskCache(fs::path folder, std::uint64_t budget)
+    : folder_(fs::absolute(folder) / "v1"), budget_(budget) {}
+
+DiskCache::~DiskCache() {
+    {
+        const std::lock_guard lock(queue_mutex_);
+        stopping_ = true;
+    }
+    queue_changed_.notify_all();
+    if (writer_.joinable()) writer_.join();
+}
+
+void DiskCache::write_later(fs::path object, std::uint64_t index, BlockPtr block) {
+    std::unique_lock lock(queue_mutex_);
+    queue_changed_.wait(lock, [&] { return queue_.size() < kMaxQueuedWrites; });
+    queue_.push_back(Write{std::move(object), index, std::move(block)});
+    if (!writer_.joinable()) writer_ = std::thread([this] { write_queued(); });
+    lock.unlock();
+    queue_changed_.notify_all();
+}
+
+// The writer thread: every queued block, also those queued when the cache is told to stop.
+void DiskCache::write_queued() {
+    std::unique_lock lock(queue_mutex_);
+    for (;;) {
+        queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping, and nothing left
+        Write next = std::move(queue_.front());
+        queue_.pop_front();
+        lock.unlock();
+        queue_changed_.notify_all();
+        write(next.object, next.index, next.block->bytes.get(), next.block->length);
+        lock.lock();
+    }
+}
+
+std::optional<fs::path> DiskCache::object_folder(const std::string& key) {
+    if (!enabled()) return std::nullopt;
+    const fs::path object = folder_ / hash_text(key);
+    const fs::path key_file = object / "key";
+    if (const auto stored = read_small_file(key_file)) {
+        if (*stored == key) return object;
+        return std::nullopt;  // a collision: this object goes uncached
+    }
+    std::error_code error;
+    fs::create_directories(object, error);
+    if (error) return std::nullopt;
+    publish(key_file, key.data(), key.size());
+    const auto stored = read_small_file(key_file);  // another process may have published its key first
+    if (stored && *stored == key) return object;
+    return std::nullopt;
+}
+
+bool DiskCache::read(const fs::path& object, std::uint64_t index, char* dst, std::size_t length) {
+    const fs::path path = object / (std::to_string(index) + kBlockSuffix);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat status {};
+    bool whole = ::fstat(fd, &status) == 0 && static_cast<std::uint64_t>(status.st_size) == length;
+    std::size_t done = 0;
+    while (whole && done < length) {
+        const ssize_t got = ::pread(fd, dst + done, length - done, static_cast<off_t>(done));
+        if (got < 0 && errno == EINTR) continue;
+        whole = got > 0;
+        if (whole) done += static_cast<std::size_t>(got);
+    }
+    if (whole) {
+        ::futimens(fd, nullptr);  // now the most recently used: eviction goes by mtime
+    } else {
+        ::unlink(path.c_str());  // not what a finished block looks like: never serve it
+    }
+    ::close(fd);
+    return whole;
+}
+
+void DiskCache::write(const fs::path& object, std::uint64_t index, const char* data, std::size_t length) {
+    const fs::path path = object / (std::to_string(index) + kBlockSuffix);
+    if (!publish(path, data, length)) {
+        // The object's folder may have been evicted by another process: make it again, once.
+        std::error_code error;
+        fs::create_directories(object, error);
+        if (error || !publish(path, data, length)) return;
+    }
+    {
+        const std::lock_guard lock(mutex_);
+        if (used_) *used_ += length;
+    }
+    evict_if_over_budget();
+}
+
+void DiskCache::evict_if_over_budget() {
+    const std::lock_guard lock(mutex_);
+    if (used_ && *used_ <= budget_) return;
+    used_ = evict();
+}
+
+// Scans the folder, removes stale temporary files and, when over budget, the least recently used blocks. Returns
+// the bytes of blocks left. Another process already evicting: this one only counts.
+std::uint64_t DiskCache::evict() {
+    const fs::path lock_path = folder_ / ".lock";
+    const int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    const bool evicting = lock_fd >= 0 && ::flock(lock_fd, LOCK_EX | LOCK_NB) == 0;
+    std::vector<BlockFile> blocks;
+    std::uint64_t total = 0;
+    const auto now = fs::file_time_type::clock::now();
+    std::error_code error;
+    for (fs::directory_iterator objects(folder_, error), end; !error && objects != end; objects.increment(error)) {
+        if (!objects->is_directory(error)) continue;
+        std::error_code inner;
+        for (fs::directory_iterator files(objects->path(), inner); !inner && files != end; files.increment(inner)) {
+            const std::string name = files->path().filename().string();
+            struct stat status {};
+            if (::stat(files->path().c_str(), &status) != 0) continue;
+            if (name.starts_with(kTemporaryPrefix)) {
+                std::error_code time_error;
+                if (evicting && now - fs::last_write_time(files->path(), time_error) > kStaleTemporary) {
+                    ::unlink(files->path().c_str());
+                }
+            } else if (name.ends_with(kBlockSuffix)) {
+                blocks.push_back({files->path(), static_cast<std::uint64_t>(status.st_size), status.st_mtim});
+                total += static_cast<std::uint64_t>(status.st_size);
+            }
+        }
+    }
+    if (evicting && total > budget_) {
+        std::sort(blocks.begin(), blocks.end(), [](const BlockFile& a, const BlockFile& b) {
+            return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec : a.used.tv_nsec < b.used.tv_nsec;
+        });
+        const auto target = static_cast<std::uint64_t>(static_cast<double>(budget_) * kEvictDownTo);
+        for (const BlockFile& block : blocks) {
+            if (total <= target) break;
+            if (::unlink(block.path.c_str()) == 0 || errno == ENOENT) total -= block.size;
+        }
+    }
+    if (lock_fd >= 0) ::close(lock_fd);  // also releases the flock
+    return total;
+}
+
+}  // namespace tensorfs::remote

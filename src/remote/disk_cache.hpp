@@ -1,0 +1,80 @@
+// Fetched blocks of remote objects, kept on disk and shared by every process that uses the same folder:
+//
+//   DIR/v1/<hash of the object's key>/key          the key itself (URL, identity, block size), to detect collisions
+//   DIR/v1/<hash of the object's key>/<N>.block    block N of the object, exactly its bytes
+//
+// The key holds the object's identity (ETag, or Last-Modified and size), so a changed object never meets the
+// blocks of its old self. A block is written to a temporary file and renamed into place: a process killed
+// mid-write leaves a stray temporary file (cleaned later), never a torn block. A read touches the block's mtime,
+// and when the folder grows past its budget the least recently used blocks are deleted (one process at a time,
+// under an flock). Two processes may write or delete the same block at once: rename and unlink are atomic, an
+// open descriptor keeps reading a deleted file, and a block that vanished is simply fetched again.
+//
+// Blocks are written by a thread of the cache's own, so that a slow disk (a busy machine's writes are throttled to
+// its disk's speed) never holds a fetched block back from its readers.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "block.hpp"
+
+namespace tensorfs::remote {
+
+class DiskCache {
+public:
+    // `budget` 0: no disk cache (every lookup misses, nothing is written).
+    DiskCache(std::filesystem::path folder, std::uint64_t budget);
+    // Finishes the writes still queued.
+    ~DiskCache();
+    DiskCache(const DiskCache&) = delete;
+    DiskCache& operator=(const DiskCache&) = delete;
+
+    bool enabled() const { return budget_ > 0; }
+    const std::filesystem::path& folder() const { return folder_; }
+
+    // Where the blocks of the object with `key` live; nullopt when the cache is off or the folder of that hash
+    // already belongs to another key.
+    std::optional<std::filesystem::path> object_folder(const std::string& key);
+
+    // Block `index` of the object in `object`: true and `length` bytes in `dst` when it is there whole.
+    bool read(const std::filesystem::path& object, std::uint64_t index, char* dst, std::size_t length);
+
+    // Stores block `index`; failures (disk full, folder removed meanwhile) only mean the block is not kept.
+    void write(const std::filesystem::path& object, std::uint64_t index, const char* data, std::size_t length);
+
+    // write(), later, on the writer thread (started at the first call: a daemon forks after opening its source).
+    // Waits while kMaxQueuedWrites blocks are queued, so that a disk that cannot keep up bounds the memory held.
+    void write_later(std::filesystem::path object, std::uint64_t index, BlockPtr block);
+
+private:
+    struct Write {
+        std::filesystem::path object;
+        std::uint64_t index;
+        BlockPtr block;
+    };
+    void write_queued();
+
+    void evict_if_over_budget();
+    std::uint64_t evict();
+
+    const std::filesystem::path folder_;  // DIR/v1, absolute
+    const std::uint64_t budget_;
+    std::mutex mutex_;
+    std::optional<std::uint64_t> used_;   // this process's estimate of the bytes in the folder; scanned at first
+
+    std::mutex queue_mutex_;
+    std::condition_variable queue_changed_;
+    std::deque<Write> queue_;
+    bool stopping_ = false;
+    std::thread writer_;
+};
+
+}  // namespace tensorfs::remote

@@ -1,0 +1,361 @@
+#include "http_client.hpp"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "url.hpp"
+
+namespace tensorfs::remote {
+namespace {
+
+constexpr int kMaxAttempts = 6;        // the first try and five retries
+constexpr int kMaxRedirects = 10;
+constexpr auto kFirstBackoff = std::chrono::milliseconds(250);
+constexpr auto kLongestBackoff = std::chrono::seconds(8);
+constexpr long kLongestRetryAfterSeconds = 30;
+constexpr long kConnectTimeoutSeconds = 10;
+// A transfer that moves less than kLowSpeedBytes per second for kLowSpeedSeconds is cut and retried.
+constexpr long kLowSpeedBytes = 1024;
+constexpr long kLowSpeedSeconds = 20;
+constexpr std::size_t kErrorBodyBytes = 4096;  // of an error's body, kept for the message
+// libcurl's receive buffer (16 KiB by default): blocks are megabytes, and fewer, larger reads cost less CPU.
+constexpr long kReceiveBufferBytes = 512 * 1024;
+
+std::once_flag global_init_once;
+
+bool is_redirect(long status) {
+    return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+bool is_transient_status(long status) { return status == 429 || (status >= 500 && status <= 599); }
+
+// Failures that another try may not meet: the connection broke, timed out or came back empty.
+bool is_transient(CURLcode code) {
+    switch (code) {
+        case CURLE_COULDNT_CONNECT:
+        case CURLE_OPERATION_TIMEDOUT:
+        case CURLE_SEND_ERROR:
+        case CURLE_RECV_ERROR:
+        case CURLE_PARTIAL_FILE:
+        case CURLE_GOT_NOTHING:
+        case CURLE_HTTP2:
+        case CURLE_HTTP2_STREAM:
+        case CURLE_SSL_CONNECT_ERROR:
+            return true;
+        default:
+            return false;
+    }
+}
+
+const char* usual_reason(long status) {
+    switch (status) {
+        case 200: return "OK";
+        case 206: return "Partial Content";
+        case 400: return "Bad Request";
+        case 401: return "Unauthorized";
+        case 403: return "Forbidden";
+        case 404: return "Not Found";
+        case 410: return "Gone";
+        case 412: return "Precondition Failed";
+        case 416: return "Range Not Satisfiable";
+        case 429: return "Too Many Requests";
+        case 500: return "Internal Server Error";
+        case 502: return "Bad Gateway";
+        case 503: return "Service Unavailable";
+        case 504: return "Gateway Timeout";
+        default: return "";
+    }
+}
+
+std::string trimmed(std::string_view text) {
+    while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' || text.back() == '\n')) {
+        text.remove_suffix(1);
+    }
+    return std::string(text);
+}
+
+bool header_is(std::string_view line, std::string_view name) {
+    if (line.size() <= name.size() || line[name.size()] != ':') return false;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+        if (std::tolower(static_cast<unsigned char>(line[i])) != std::tolower(static_cast<unsigned char>(name[i]))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// One transfer's state, filled by libcurl's callbacks.
+struct Transfer {
+    const Request* request;
+    Response response;
+    std::string location;
+    std::string retry_after;
+};
+
+std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
+    auto& transfer = *static_cast<Transfer*>(user);
+    const std::string_view line(data, size * count);
+    Response& response = transfer.response;
+    if (line.starts_with("HTTP/")) {
+        // A new status line (after an interim 1xx answer): what came before belongs to that one.
+        response = Response{};
+        transfer.location.clear();
+        transfer.retry_after.clear();
+        const std::size_t space = line.find(' ');
+        if (space != std::string_view::npos) {
+            const std::string_view rest = line.substr(space + 1);
+            std::from_chars(rest.data(), rest.data() + rest.size(), response.status);
+            if (rest.size() > 4) response.reason = trimmed(rest.substr(4));
+        }
+    } else if (header_is(line, "etag")) {
+        response.etag = trimmed(line.substr(5));
+    } else if (header_is(line, "last-modified")) {
+        response.last_modified = trimmed(line.substr(14));
+    } else if (header_is(line, "content-range")) {
+        response.content_range = trimmed(line.substr(14));
+    } else if (header_is(line, "location")) {
+        transfer.location = trimmed(line.substr(9));
+    } else if (header_is(line, "retry-after")) {
+        transfer.retry_after = trimmed(line.substr(12));
+    } else if (header_is(line, "link")) {
+        response.link = trimmed(line.substr(5));
+    } else if (header_is(line, "x-error-message")) {
+        response.error_message = trimmed(line.substr(16));
+    }
+    return size * count;
+}
+
+std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
+    auto& transfer = *static_cast<Transfer*>(user);
+    const std::size_t length = size * count;
+    Response& response = transfer.response;
+    const Request& request = *transfer.request;
+    if (!response.ok()) {
+        // An error's body: keep its start for the message, drop the rest.
+        const std::size_t room = kErrorBodyBytes - std::min(kErrorBodyBytes, response.body.size());
+        response.body.append(data, std::min(room, length));
+        return length;
+    }
+    if (length > request.capacity - response.body_bytes) {
+        response.overflow = true;
+        return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+    }
+    if (request.into != nullptr) {
+        std::memcpy(request.into + response.body_bytes, data, length);
+    } else {
+        response.body.append(data, length);
+    }
+    response.body_bytes += length;
+    return length;
+}
+
+// Retry-After as seconds or an HTTP date; 0 when absent or unreadable.
+long retry_after_seconds(const std::string& value) {
+    if (value.empty()) return 0;
+    long seconds = 0;
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+    if (error == std::errc() && end == value.data() + value.size()) return std::max(0L, seconds);
+    const time_t when = curl_getdate(value.c_str(), nullptr);
+    if (when < 0) return 0;
+    return std::max<long>(0, static_cast<long>(when - std::time(nullptr)));
+}
+
+// The pause before try `attempt` + 1: exponential, with "equal jitter" (half fixed, half random) so that many
+// readers retrying at once spread out; at least what the server asked for with Retry-After (within a bound).
+std::chrono::milliseconds backoff(int attempt, long retry_after) {
+    thread_local std::minstd_rand random(std::random_device{}());
+    const auto exponential = std::min<std::chrono::milliseconds>(kFirstBackoff * (1 << (attempt - 1)), kLongestBackoff);
+    std::uniform_int_distribution<long> jitter(0, exponential.count() / 2);
+    const auto pause = std::chrono::milliseconds(exponential.count() / 2 + jitter(random));
+    return std::max<std::chrono::milliseconds>(pause,
+                                               std::chrono::seconds(std::min(retry_after, kLongestRetryAfterSeconds)));
+}
+
+std::string describe_failure(CURLcode code, const char* detail) {
+    const std::string words = detail[0] != '\0' ? trimmed(detail) : curl_easy_strerror(code);
+    switch (code) {
+        case CURLE_PEER_FAILED_VERIFICATION:
+        case CURLE_SSL_CACERT_BADFILE:
+        case CURLE_SSL_CERTPROBLEM:
+            return "TLS certificate not accepted (" + words +
+                   "); tensorfs always verifies it: name the CA's file in SSL_CERT_FILE or CURL_CA_BUNDLE";
+        case CURLE_COULDNT_RESOLVE_HOST: return "cannot resolve host (" + words + ")";
+        case CURLE_COULDNT_CONNECT: return "cannot connect (" + words + ")";
+        case CURLE_OPERATION_TIMEDOUT: return "timed out (" + words + ")";
+        default: return words;
+    }
+}
+
+}  // namespace
+
+void init_http() {
+    std::call_once(global_init_once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+std::string Response::status_text() const {
+    std::string text = "HTTP " + std::to_string(status);
+    const std::string words = reason.empty() ? usual_reason(status) : reason;
+    if (!words.empty()) text += " " + words;
+    if (!error_message.empty()) text += ": " + error_message;
+    return text;
+}
+
+std::optional<std::uint64_t> Response::total_size() const {
+    const std::size_t slash = content_range.rfind('/');
+    if (slash == std::string::npos) return std::nullopt;
+    std::uint64_t total = 0;
+    const char* begin = content_range.data() + slash + 1;
+    const char* end = content_range.data() + content_range.size();
+    const auto [stop, error] = std::from_chars(begin, end, total);
+    if (error != std::errc() || stop != end) return std::nullopt;
+    return total;
+}
+
+// Idle easy handles (each keeps its connections alive) and one share that lets them reuse each other's
+// connections, DNS answers and TLS sessions. Handles are made when first needed, so a daemon makes its own after
+// the fork.
+struct HttpClient::Handles {
+    std::mutex mutex;
+    std::vector<CURL*> idle;
+    CURLSH* share = nullptr;
+    std::array<std::mutex, CURL_LOCK_DATA_LAST> locks;
+
+    Handles() {
+        share = curl_share_init();
+        curl_share_setopt(share, CURLSHOPT_LOCKFUNC, +[](CURL*, curl_lock_data data, curl_lock_access, void* user) {
+            static_cast<Handles*>(user)->locks[data].lock();
+        });
+        curl_share_setopt(share, CURLSHOPT_UNLOCKFUNC, +[](CURL*, curl_lock_data data, void* user) {
+            static_cast<Handles*>(user)->locks[data].unlock();
+        });
+        curl_share_setopt(share, CURLSHOPT_USERDATA, this);
+        curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+        curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+        curl_share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    }
+    ~Handles() {
+        for (CURL* handle : idle) curl_easy_cleanup(handle);
+        curl_share_cleanup(share);
+    }
+
+    CURL* take() {
+        {
+            const std::lock_guard lock(mutex);
+            if (!idle.empty()) {
+                CURL* handle = idle.back();
+                idle.pop_back();
+                return handle;
+            }
+        }
+        return curl_easy_init();
+    }
+    void give_back(CURL* handle) {
+        const std::lock_guard lock(mutex);
+        idle.push_back(handle);
+    }
+};
+
+HttpClient::HttpClient(RemoteCounters& counters, std::vector<Credentials> credentials)
+    : counters_(counters), credentials_(std::move(credentials)), handles_(std::make_unique<Handles>()) {
+    init_http();
+}
+
+HttpClient::~HttpClient() = default;
+
+Response HttpClient::send(const Request& request) {
+    std::string url = request.url;
+    for (int hop = 0; hop <= kMaxRedirects; ++hop) {
+        Response response = send_with_retries(url, request);
+        if (is_redirect(response.status) && !response.location.empty()) {
+            url = response.location;
+            continue;
+        }
+        response.url = url;
+        return response;
+    }
+    throw HttpError("more than " + std::to_string(kMaxRedirects) + " redirects");
+}
+
+// One hop: the answer of `url` itself, not following a redirect.
+Response HttpClient::send_with_retries(const std::string& url, const Request& request) {
+    const std::string origin = origin_of(url);
+    for (int attempt = 1;; ++attempt) {
+        CURL* handle = handles_->take();
+        if (handle == nullptr) throw HttpError("cannot start a transfer (out of memory)");
+        curl_easy_reset(handle);
+        Transfer transfer{&request, {}, {}, {}};
+        char detail[CURL_ERROR_SIZE] = "";
+        curl_slist* headers = nullptr;
+        for (const auto& header : request.headers) headers = curl_slist_append(headers, header.c_str());
+        for (const auto& credentials : credentials_) {
+            if (credentials.origin == origin) {
+                headers = curl_slist_append(headers, ("Authorization: " + credentials.authorization).c_str());
+            }
+        }
+        const std::string range = std::to_string(request.first) + "-" + std::to_string(request.last);
+        curl_easy_setopt(handle, CURLOPT_URL, url.c_str());
+        curl_easy_setopt(handle, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(handle, CURLOPT_SHARE, handles_->share);
+        curl_easy_setopt(handle, CURLOPT_USERAGENT, "tensorfs/" TENSORFS_VERSION);
+        curl_easy_setopt(handle, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
+        curl_easy_setopt(handle, CURLOPT_TCP_KEEPALIVE, 1L);
+        // A web server's password from ~/.netrc, for its own host only (each redirect hop is a request of its own).
+        curl_easy_setopt(handle, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
+        curl_easy_setopt(handle, CURLOPT_BUFFERSIZE, kReceiveBufferBytes);
+        curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT, kConnectTimeoutSeconds);
+        curl_easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, kLowSpeedBytes);
+        curl_easy_setopt(handle, CURLOPT_LOW_SPEED_TIME, kLowSpeedSeconds);
+        // Verification is libcurl's default and stays on; only where the CA certificates are may change.
+        if (const char* file = std::getenv("SSL_CERT_FILE"); file != nullptr && *file != '\0') {
+            curl_easy_setopt(handle, CURLOPT_CAINFO, file);
+        } else if (const char* bundle = std::getenv("CURL_CA_BUNDLE"); bundle != nullptr && *bundle != '\0') {
+            curl_easy_setopt(handle, CURLOPT_CAINFO, bundle);
+        }
+        if (const char* folder = std::getenv("SSL_CERT_DIR"); folder != nullptr && *folder != '\0') {
+            curl_easy_setopt(handle, CURLOPT_CAPATH, folder);
+        }
+        curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
+        if (request.ranged) curl_easy_setopt(handle, CURLOPT_RANGE, range.c_str());
+        curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(handle, CURLOPT_HEADERDATA, &transfer);
+        curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(handle, CURLOPT_WRITEDATA, &transfer);
+        curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, detail);
+
+        const CURLcode code = curl_easy_perform(handle);
+        curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, nullptr);
+        curl_easy_setopt(handle, CURLOPT_HTTPHEADER, nullptr);
+        curl_slist_free_all(headers);
+        handles_->give_back(handle);
+        counters_.requests.add(1);
+        if (transfer.response.ok()) counters_.bytes_fetched.add(transfer.response.body_bytes);
+
+        Response& response = transfer.response;
+        if (response.overflow) return response;  // the caller says what a body longer than asked for means
+        const bool transient = code != CURLE_OK ? is_transient(code) : is_transient_status(response.status);
+        if (!transient || attempt == kMaxAttempts) {
+            if (code != CURLE_OK) throw HttpError(describe_failure(code, detail));
+            if (is_redirect(response.status) && !transfer.location.empty()) {
+                response.location = resolve_url(url, transfer.location);
+            }
+            return response;
+        }
+        counters_.retries.add(1);
+        std::this_thread::sleep_for(backoff(attempt, retry_after_seconds(transfer.retry_after)));
+    }
+}
+
+}  // namespace tensorfs::remote

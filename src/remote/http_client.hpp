@@ -1,0 +1,90 @@
+// Every HTTP request of the remote layer goes through HttpClient, on libcurl: connections reused across requests
+// and threads, TLS always verified, redirects followed here (so that credentials go to their own origin only),
+// connection errors, 5xx and 429 retried a bounded number of times with exponential backoff and jitter.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tensorfs/stats.hpp"
+
+namespace tensorfs::remote {
+
+// A secret sent as the Authorization header to one origin ("https://host:443") and never to any other, not even
+// one that this origin redirects to.
+struct Credentials {
+    std::string origin;
+    std::string authorization;  // the header's value, e.g. "Bearer hf_..."
+};
+
+struct Request {
+    std::string url;
+    bool ranged = false;                 // ask for bytes [first, last] only
+    std::uint64_t first = 0;
+    std::uint64_t last = 0;
+    std::vector<std::string> headers;    // more headers, e.g. "If-Match: \"abc\""
+    // Where the body of a successful (2xx) answer goes: `into` (at most `capacity` bytes; more aborts the transfer
+    // and sets Response::overflow), or Response::body when `into` is nullptr (at most `capacity` bytes too).
+    char* into = nullptr;
+    std::size_t capacity = 0;
+};
+
+struct Response {
+    long status = 0;
+    std::string reason;          // the server's words for the status ("Not Found"), or the usual ones
+    std::string url;             // the URL that gave this answer, after redirects
+    std::string location;        // of a redirect, resolved against its URL (HttpClient::send follows it)
+    std::string etag;
+    std::string last_modified;
+    std::string content_range;   // e.g. "bytes 0-99/1234"
+    std::string link;            // Link header (pagination)
+    std::string error_message;   // X-Error-Message, which the Hub uses to say why it refused
+    std::uint64_t body_bytes = 0;
+    bool overflow = false;       // the body was longer than the room given, so the transfer was cut
+    std::string body;            // the body when no buffer was given; the start of an error's body otherwise
+
+    bool ok() const { return status >= 200 && status < 300; }
+    // "HTTP 404 Not Found" (and the server's own message when it gave one).
+    std::string status_text() const;
+    // The total size from Content-Range ("bytes a-b/N" or "bytes */N"), if any.
+    std::optional<std::uint64_t> total_size() const;
+};
+
+// No answer at all after the retries: the server cannot be reached, the TLS handshake failed, the connection kept
+// breaking. what() is one line for a user (without the URL: the caller names the file).
+class HttpError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+class HttpClient {
+public:
+    HttpClient(RemoteCounters& counters, std::vector<Credentials> credentials);
+    ~HttpClient();
+    HttpClient(const HttpClient&) = delete;
+    HttpClient& operator=(const HttpClient&) = delete;
+
+    // Sends `request` and returns the final answer, whatever its status (404, 412: the caller knows what they
+    // mean); redirects are followed and transient failures retried first. Throws HttpError when no answer came.
+    Response send(const Request& request);
+
+    RemoteCounters& counters() const { return counters_; }
+
+private:
+    struct Handles;
+    Response send_with_retries(const std::string& url, const Request& request);
+
+    RemoteCounters& counters_;
+    std::vector<Credentials> credentials_;
+    std::unique_ptr<Handles> handles_;
+};
+
+// libcurl's global state, set up once; main() calls it before any thread starts (later calls do nothing).
+void init_http();
+
+}  // namespace tensorfs::remote

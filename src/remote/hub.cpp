@@ -1,0 +1,197 @@
+#include "hub.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "remote_object.hpp"
+#include "tensorfs/errors.hpp"
+#include "url.hpp"
+#include "url_folder.hpp"
+
+namespace tensorfs::remote {
+namespace {
+
+constexpr std::string_view kScheme = "hf://";
+constexpr std::size_t kMaxListingBytes = std::size_t{64} << 20;
+constexpr int kMaxListingPages = 1000;
+
+[[noreturn]] void refuse(const std::string& name, const std::string& what) {
+    Problems problems;
+    problems.add(name, what);
+    problems.throw_if_any();
+    throw InvalidSource({});  // unreachable: throw_if_any threw
+}
+
+std::string trimmed(std::string text) {
+    const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+    while (!text.empty() && space(text.back())) text.pop_back();
+    std::size_t start = 0;
+    while (start < text.size() && space(text[start])) ++start;
+    return text.substr(start);
+}
+
+bool is_plain_segment(const std::string& segment) {
+    return !segment.empty() && segment != "." && segment != "..";
+}
+
+// The URL of the next page from a Link header: `<URL>; rel="next"`.
+std::string next_page(const std::string& link) {
+    for (std::size_t at = 0; (at = link.find('<', at)) != std::string::npos;) {
+        const std::size_t close = link.find('>', at);
+        if (close == std::string::npos) break;
+        const std::size_t end = link.find(',', close);
+        const std::string params = link.substr(close, end == std::string::npos ? std::string::npos : end - close);
+        if (params.find("rel=\"next\"") != std::string::npos || params.find("rel=next") != std::string::npos) {
+            return link.substr(at + 1, close - at - 1);
+        }
+        at = close;
+    }
+    return {};
+}
+
+}  // namespace
+
+HubAddress parse_hub_address(const std::string& source) {
+    const auto bad = [&](const std::string& why) {
+        refuse(source, why + "; expected hf://ORG/REPO[@REVISION][/PATH]");
+    };
+    std::string rest = source.substr(kScheme.size());
+    while (!rest.empty() && rest.back() == '/') rest.pop_back();
+    std::vector<std::string> segments;
+    for (std::size_t start = 0; start <= rest.size();) {
+        std::size_t slash = rest.find('/', start);
+        if (slash == std::string::npos) slash = rest.size();
+        segments.push_back(rest.substr(start, slash - start));
+        start = slash + 1;
+    }
+    if (segments.size() < 2) bad("no repository named");
+    HubAddress address;
+    std::string repo = segments[1];
+    if (const std::size_t at = repo.find('@'); at != std::string::npos) {
+        address.revision = percent_decode(repo.substr(at + 1));
+        address.revision_given = true;
+        repo.resize(at);
+        if (address.revision.empty()) bad("empty revision after '@'");
+    } else {
+        address.revision = "main";
+    }
+    if (!is_plain_segment(segments[0]) || !is_plain_segment(repo)) bad("bad organisation or repository name");
+    address.repo = segments[0] + "/" + repo;
+    for (std::size_t i = 2; i < segments.size(); ++i) {
+        if (!is_plain_segment(segments[i])) bad("bad path in the repository");
+        address.path += (address.path.empty() ? "" : "/") + segments[i];
+    }
+    return address;
+}
+
+std::string hub_endpoint() {
+    const char* endpoint = std::getenv("HF_ENDPOINT");
+    std::string text = endpoint != nullptr && *endpoint != '\0' ? endpoint : "https://huggingface.co";
+    while (!text.empty() && text.back() == '/') text.pop_back();
+    return text;
+}
+
+std::optional<std::string> hub_token() {
+    for (const char* variable : {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}) {
+        if (const char* token = std::getenv(variable); token != nullptr && *token != '\0') return trimmed(token);
+    }
+    std::string file;
+    if (const char* home = std::getenv("HF_HOME"); home != nullptr && *home != '\0') {
+        file = std::string(home) + "/token";
+    } else if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+        file = std::string(xdg) + "/huggingface/token";
+    } else if (const char* user_home = std::getenv("HOME"); user_home != nullptr && *user_home != '\0') {
+        file = std::string(user_home) + "/.cache/huggingface/token";
+    }
+    if (file.empty()) return std::nullopt;
+    std::ifstream in(file);
+    if (!in) return std::nullopt;
+    std::ostringstream text;
+    text << in.rdbuf();
+    std::string token = trimmed(text.str());
+    if (token.empty()) return std::nullopt;
+    return token;
+}
+
+HubFolder::HubFolder(std::shared_ptr<RemoteContext> context, std::string endpoint, HubAddress address)
+    : context_(std::move(context)), endpoint_(std::move(endpoint)), address_(std::move(address)) {}
+
+std::string HubFolder::name() const {
+    std::string text = std::string(kScheme) + address_.repo;
+    if (address_.revision_given) text += "@" + percent_encode(address_.revision);
+    if (!address_.path.empty()) text += "/" + address_.path;
+    return text;
+}
+
+std::string HubFolder::in_repo(const std::string& relative) const {
+    return address_.path.empty() ? relative : address_.path + "/" + relative;
+}
+
+std::string HubFolder::name_of(const std::string& relative) const { return name() + "/" + relative; }
+
+std::string HubFolder::url_of(const std::string& relative) const {
+    return endpoint_ + "/" + percent_encode(address_.repo, "/") + "/resolve/" + percent_encode(address_.revision) +
+           "/" + percent_encode(in_repo(relative), "/");
+}
+
+std::shared_ptr<const SourceObject> HubFolder::open_if_exists(const std::string& relative) const {
+    return RemoteObject::open(context_, name_of(relative), url_of(relative));
+}
+
+std::vector<std::string> HubFolder::list() const {
+    std::string url = endpoint_ + "/api/models/" + percent_encode(address_.repo, "/") + "/tree/" +
+                      percent_encode(address_.revision) +
+                      (address_.path.empty() ? "" : "/" + percent_encode(address_.path, "/"));
+    std::vector<std::string> names;
+    for (int page = 0; !url.empty(); ++page) {
+        if (page == kMaxListingPages) refuse(name(), "the Hub's listing has more than " + std::to_string(page) + " pages");
+        Request request;
+        request.url = url;
+        request.capacity = kMaxListingBytes;
+        Response response;
+        try {
+            response = context_->http().send(request);
+        } catch (const HttpError& error) {
+            refuse(name(), std::string(error.what()) + " (" + without_credentials(url) + ")");
+        }
+        const std::string answered = " (" + without_credentials(response.url) + ")";
+        if (response.status == 401 || response.status == 403) {
+            refuse(name(), response.status_text() + answered + ": " + context_->refusal_hint());
+        }
+        if (response.status == 404) {
+            refuse(name(), "no such repository, revision or folder on the Hub: " + response.status_text() + answered);
+        }
+        if (response.overflow) refuse(name(), "the Hub's listing is larger than 64 MiB" + answered);
+        if (!response.ok()) refuse(name(), response.status_text() + answered);
+        const auto listing = nlohmann::json::parse(response.body, nullptr, false);
+        if (listing.is_discarded() || !listing.is_array()) {
+            refuse(name(), "the Hub's listing is not a JSON array of entries" + answered);
+        }
+        const std::string prefix = address_.path.empty() ? "" : address_.path + "/";
+        for (const auto& entry : listing) {
+            if (!entry.is_object() || entry.value("type", "") != "file") continue;
+            const auto path = entry.find("path");
+            if (path == entry.end() || !path->is_string()) continue;
+            const std::string& text = path->get_ref<const std::string&>();
+            // Only the files directly in this folder, as a local folder's listing gives them.
+            if (!text.starts_with(prefix) || text.find('/', prefix.size()) != std::string::npos) continue;
+            names.push_back(text.substr(prefix.size()));
+        }
+        const std::string next = next_page(response.link);
+        url = next.empty() ? std::string() : resolve_url(response.url, next);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+unsigned HubFolder::parallel_reads() const { return kRemoteParallelReads; }
+
+std::string HubFolder::missing(const std::string& relative) const {
+    return "not found on the Hub (HTTP 404 from " + without_credentials(url_of(relative)) + ")";
+}
+
+}  // namespace tensorfs::remote

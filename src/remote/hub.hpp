@@ -1,0 +1,53 @@
+// The Hugging Face Hub's own addressing, as its client libraries use it:
+//   hf://ORG/REPO[@REVISION][/PATH]
+//   files     ENDPOINT/ORG/REPO/resolve/REVISION/PATH     (the Hub redirects to a CDN host that serves the bytes)
+//   listings  ENDPOINT/api/models/ORG/REPO/tree/REVISION[/PATH]   (JSON: [{"type", "path", "size"}, ...])
+// ENDPOINT is $HF_ENDPOINT, default https://huggingface.co. The token is $HF_TOKEN, else the file $HF_HOME/token
+// (default ~/.cache/huggingface/token), sent as a bearer token to ENDPOINT's origin only.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "remote_context.hpp"
+#include "tensorfs/source_object.hpp"
+
+namespace tensorfs::remote {
+
+struct HubAddress {
+    std::string repo;            // "ORG/REPO"
+    std::string revision;        // decoded; "main" when not given
+    bool revision_given = false;
+    std::string path;            // inside the repo, without leading or trailing '/'; may be empty
+};
+
+// Throws InvalidSource naming `source` when it is not of the form above.
+HubAddress parse_hub_address(const std::string& source);
+
+std::string hub_endpoint();
+std::optional<std::string> hub_token();
+
+// A folder of a Hub repo (its root when `address.path` is empty).
+class HubFolder : public SourceFolder {
+public:
+    HubFolder(std::shared_ptr<RemoteContext> context, std::string endpoint, HubAddress address);
+
+    std::string name() const override;
+    std::string name_of(const std::string& relative) const override;
+    std::shared_ptr<const SourceObject> open_if_exists(const std::string& relative) const override;
+    std::vector<std::string> list() const override;
+    unsigned parallel_reads() const override;
+    std::string missing(const std::string& relative) const override;
+
+private:
+    std::string in_repo(const std::string& relative) const;
+    std::string url_of(const std::string& relative) const;
+
+    std::shared_ptr<RemoteContext> context_;
+    std::string endpoint_;
+    HubAddress address_;
+};
+
+}  // namespace tensorfs::remote

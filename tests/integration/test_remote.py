@@ -1,0 +1,491 @@
+"""What remote sources add to a mount (the acceptance of the formats through URLs is in the other tests): only the
+ranges that reads touch are fetched, measured from nginx's access log; the disk cache (a remount reads with no
+request, two daemons share it, it stays within its size, a daemon killed mid-download leaves no torn block);
+network faults from a proxy of our own (503, 429 with Retry-After, connections cut, bodies cut short, slow answers,
+a server that keeps failing); an object replaced under a live mount; the Hub's token never reaching the host it
+redirects to; and the one-line errors of a source that cannot be reached, is not found or refuses the credentials."""
+import errno
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+import numpy as np
+
+import remote_servers
+from remote_servers import FaultProxy, Nginx, requests_in
+from tensorfs_mount import BIN, Mount, daemon_pids, is_mounted, run, wait_until
+
+MIB = 1 << 20
+BLOCK = 8 * MIB  # the remote layer's block (src/remote/remote_object.hpp)
+HEAD = 64 << 10  # asked for when a file is opened
+
+
+def write_safetensors(path, tensors):
+    """tensors: [(name, numpy array)]; returns {name: (absolute offset, nbytes)}."""
+    header, data, spans = {}, [], {}
+    offset = 0
+    for name, array in tensors:
+        raw = array.tobytes()
+        dtype = {"float32": "F32", "float16": "F16"}[str(array.dtype)]
+        header[name] = {"dtype": dtype, "shape": list(array.shape), "data_offsets": [offset, offset + len(raw)]}
+        data.append(raw)
+        spans[name] = [offset, len(raw)]
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text)
+        for raw in data:
+            f.write(raw)
+    return {name: (8 + len(text) + begin, size) for name, (begin, size) in spans.items()}
+
+
+def make_model(folder, seed):
+    """big.safetensors: tensors of 3, 40, 5 and 20 MiB, values that differ from one seed to another."""
+    rng = np.random.default_rng(seed)
+    tensors = [("a", rng.standard_normal(768 << 10, dtype=np.float32)),
+               ("b", rng.standard_normal((10 << 20) // 1024 * 1024, dtype=np.float32).reshape(-1, 1024)),
+               ("c", rng.standard_normal(5 << 19, dtype=np.float32).astype(np.float16)),
+               ("d", rng.standard_normal(5 << 20, dtype=np.float32))]
+    spans = write_safetensors(os.path.join(folder, "big.safetensors"), tensors)
+    return spans, dict(tensors)
+
+
+def read_file(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def stats_of(mount):
+    with open(os.path.join(mount.path, ".tensorfs", "stats.json")) as f:
+        return json.load(f)["remote"]
+
+
+def ranges_of(requests):
+    """(first, last) of every ranged request."""
+    found = []
+    for _, _, _, _, header, _ in requests:
+        if header.startswith("bytes="):
+            first, last = header[len("bytes="):].split("-")
+            found.append((int(first), int(last)))
+    return found
+
+
+class RemoteModel(unittest.TestCase):
+    """A 68 MiB model on an nginx of its own (so that its log counts this test's requests only)."""
+
+    @classmethod
+    def setUpClass(cls):
+        remote_servers.use_remote_environment()
+        cls.data = tempfile.mkdtemp(prefix="tensorfs-remote-data-")
+        cls.spans, cls.values = make_model(cls.data, 1)
+        with open(os.path.join(cls.data, "big.safetensors"), "rb") as f:
+            cls.bytes = f.read()
+        cls.server = Nginx(cls.data)
+        cls.url = f"http://127.0.0.1:{cls.server.http}/big.safetensors"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        shutil.rmtree(cls.data, ignore_errors=True)
+
+    def setUp(self):
+        self.cache = tempfile.mkdtemp(prefix="tensorfs-cache-")
+        self.addCleanup(shutil.rmtree, self.cache, ignore_errors=True)
+
+    def mount(self, source=None, *options, cache=None):
+        m = Mount(source or self.url, "--cache-dir", cache or self.cache, *options).__enter__()
+        self.addCleanup(m.__exit__, None, None, None)
+        return m
+
+    def unmount_and_wait(self, m):
+        """Unmounts; the daemon writes the blocks it still holds to the disk cache before it ends."""
+        m.__exit__(None, None, None)
+        self.assertTrue(wait_until(lambda: not daemon_pids(m.path), 60), "the daemon outlived its mount")
+
+    def log_mark(self):
+        return len(self.server.log_lines())
+
+    def requests_since(self, mark):
+        return requests_in(self.server.log_lines()[mark:])
+
+    def raw_of(self, name):
+        offset, size = self.spans[name]
+        return self.bytes[offset:offset + size]
+
+    def block_files(self, cache=None):
+        """The published blocks (not the temporary files a block is written to before it is renamed)."""
+        found = []
+        for folder, _, names in os.walk(cache or self.cache):
+            found += [os.path.join(folder, n) for n in names if n.endswith(".block") and not n.startswith(".")]
+        return found
+
+
+class FetchOnlyWhatIsRead(RemoteModel):
+    def test_mount_fetches_the_header_only(self):
+        mark = self.log_mark()
+        m = self.mount()
+        self.assertEqual(ranges_of(self.requests_since(mark)), [(0, HEAD - 1)])
+        self.assertEqual(stats_of(m)["requests"], 1)
+        self.assertEqual(stats_of(m)["bytes_fetched"], HEAD)
+
+    def test_reading_one_tensor_fetches_it_and_at_most_a_block_on_each_side(self):
+        for name, view in (("b", "raw"), ("d", "dequant.f32"), ("a", "raw")):
+            with self.subTest(tensor=name, file=view):
+                m = self.mount(cache=tempfile.mkdtemp(dir=self.cache))
+                mark = self.log_mark()
+                data = read_file(m.tensor(name, view))
+                if view == "raw":
+                    self.assertEqual(data, self.raw_of(name))
+                else:
+                    self.assertTrue(np.array_equal(np.frombuffer(data, "<f4"), self.values[name]))
+                offset, size = self.spans[name]
+                requests = self.requests_since(mark)
+                fetched = sum(r[3] for r in requests)
+                self.assertGreaterEqual(fetched, size)
+                self.assertLessEqual(fetched, size + 2 * BLOCK)
+                for first, last in ranges_of(requests):
+                    self.assertGreaterEqual(first, offset - BLOCK)
+                    self.assertLessEqual(last, offset + size + BLOCK)
+                self.assertTrue(all(r[2] == 206 for r in requests), requests)
+                # Every range request is conditional on the ETag the mount recorded (nginx's: "mtime-size").
+                etag = '"%x-%x"' % (int(os.stat(os.path.join(self.data, "big.safetensors")).st_mtime),
+                                    len(self.bytes))
+                self.assertEqual({r[5] for r in requests}, {etag})
+                stats = stats_of(m)
+                self.assertEqual(stats["requests"], 1 + len(requests))
+                self.assertEqual(stats["bytes_fetched"], HEAD + fetched)
+                self.assertEqual(stats["retries"], 0)
+
+
+    def test_peeking_at_a_tensor_fetches_a_block_or_two(self):
+        m = self.mount()
+        mark = self.log_mark()
+        with open(m.tensor("b", "raw"), "rb") as f:
+            self.assertEqual(f.read(4096), self.raw_of("b")[:4096])
+        fetched = sum(r[3] for r in self.requests_since(mark))
+        self.assertLessEqual(fetched, 2 * BLOCK)
+
+
+class DiskCache(RemoteModel):
+    def test_a_remount_reads_a_cached_tensor_with_no_request(self):
+        m = Mount(self.url, "--cache-dir", self.cache).__enter__()
+        self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
+        self.unmount_and_wait(m)
+        mark = self.log_mark()
+        m = self.mount()
+        self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
+        self.assertEqual(ranges_of(self.requests_since(mark)), [(0, HEAD - 1)])  # the mount's own
+        stats = stats_of(m)
+        self.assertEqual(stats["requests"], 1)
+        self.assertGreaterEqual(stats["disk_cache_hits"], 40 * MIB // BLOCK)
+        self.assertEqual(stats["disk_cache_misses"], 0)
+
+    def test_cat_uses_the_same_cache(self):
+        m = Mount(self.url, "--cache-dir", self.cache).__enter__()
+        self.assertEqual(read_file(m.tensor("c", "raw")), self.raw_of("c"))
+        self.unmount_and_wait(m)
+        mark = self.log_mark()
+        result = run("cat", self.url, "c", "--raw", "--cache-dir", self.cache, text=False)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stdout, self.raw_of("c"))
+        self.assertEqual(len(self.requests_since(mark)), 1)
+
+    def test_two_daemons_share_the_cache_at_once(self):
+        first, second = self.mount(), self.mount()
+        results = {}
+
+        def read(label, m):
+            results[label] = [read_file(m.tensor(name, "raw")) for name in ("b", "d", "a")]
+
+        readers = [threading.Thread(target=read, args=(label, m)) for label, m in (("1", first), ("2", second))]
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join(300)
+        expected = [self.raw_of(name) for name in ("b", "d", "a")]
+        self.assertEqual(results["1"], expected)
+        self.assertEqual(results["2"], expected)
+        self.unmount_and_wait(first)
+        self.unmount_and_wait(second)
+        self.check_blocks_are_whole_and_right()
+
+    def check_blocks_are_whole_and_right(self, expect_some=True):
+        """Every published block holds exactly the file's bytes at its place: none is torn or stale."""
+        blocks = self.block_files()
+        if expect_some:
+            self.assertTrue(blocks)
+        for path in blocks:
+            index = int(os.path.basename(path).split(".")[0])
+            self.assertEqual(read_file(path), self.bytes[index * BLOCK:(index + 1) * BLOCK], path)
+
+    def test_the_cache_stays_within_its_size(self):
+        m = self.mount(None, "-o", "disk_cache_size=20M")
+        for name in ("a", "b", "c", "d"):
+            self.assertEqual(read_file(m.tensor(name, "raw")), self.raw_of(name))
+        self.unmount_and_wait(m)
+        self.assertLessEqual(sum(os.path.getsize(p) for p in self.block_files()), 20 * MIB)
+        self.check_blocks_are_whole_and_right()
+
+    def test_no_disk_cache_when_its_size_is_zero(self):
+        m = self.mount(None, "-o", "disk_cache_size=0")
+        self.assertEqual(read_file(m.tensor("a", "raw")), self.raw_of("a"))
+        self.assertEqual(self.block_files(), [])
+
+    def test_kill_9_during_a_download_then_a_remount_reads_right(self):
+        proxy = FaultProxy(self.server.http)
+        self.addCleanup(proxy.stop)
+        proxy.delay = 0.3
+        url = f"http://127.0.0.1:{proxy.port}/big.safetensors"
+        m = Mount(url, "--cache-dir", self.cache).__enter__()
+        try:
+            [pid] = daemon_pids(m.path)
+            reader = threading.Thread(target=lambda: self.read_ignoring_errors(m.tensor("b", "raw")), daemon=True)
+            reader.start()
+            self.assertTrue(wait_until(lambda: sum(1 for has_range, _ in proxy.served if has_range) >= 3, 60))
+            os.kill(pid, signal.SIGKILL)
+            reader.join(60)
+        finally:
+            self.assertEqual(run("umount", m.path).returncode, 0)
+            m.__exit__(None, None, None)
+        # The daemon may have died before it published any block, never in the middle of one.
+        self.check_blocks_are_whole_and_right(expect_some=False)
+        proxy.delay = 0
+        m = self.mount(url)
+        self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
+        self.unmount_and_wait(m)
+        self.check_blocks_are_whole_and_right()
+
+    @staticmethod
+    def read_ignoring_errors(path):
+        try:
+            read_file(path)
+        except OSError:
+            pass  # the daemon was killed under the reader
+
+
+class NetworkFaults(RemoteModel):
+    """Each fault ends with the right bytes or EIO for that read, the daemon alive."""
+
+    def setUp(self):
+        super().setUp()
+        self.proxy = FaultProxy(self.server.http)
+        self.addCleanup(self.proxy.stop)
+        self.m = self.mount(f"http://127.0.0.1:{self.proxy.port}/big.safetensors")
+        [self.pid] = daemon_pids(self.m.path)
+
+    def tearDown(self):
+        self.assertTrue(daemon_pids(self.m.path), "the daemon died")
+
+    def test_503_then_success(self):
+        self.proxy.queue(("status", 503, {}), ("status", 503, {}))
+        self.assertEqual(read_file(self.m.tensor("a", "raw")), self.raw_of("a"))
+        self.assertGreaterEqual(stats_of(self.m)["retries"], 2)
+
+    def test_429_waits_as_long_as_retry_after_says(self):
+        self.proxy.queue(("status", 429, {"Retry-After": "2"}))
+        started = time.monotonic()
+        self.assertEqual(read_file(self.m.tensor("a", "raw")), self.raw_of("a"))
+        self.assertGreaterEqual(time.monotonic() - started, 2.0)
+        self.assertGreaterEqual(stats_of(self.m)["retries"], 1)
+
+    def test_connection_cut_in_the_middle_of_a_body(self):
+        self.proxy.queue(("cut",), ("cut",))
+        self.assertEqual(read_file(self.m.tensor("b", "raw")), self.raw_of("b"))
+        self.assertGreaterEqual(stats_of(self.m)["retries"], 1)
+
+    def test_body_shorter_than_its_content_length(self):
+        self.proxy.queue(("short",))
+        self.assertEqual(read_file(self.m.tensor("c", "raw")), self.raw_of("c"))
+        self.assertGreaterEqual(stats_of(self.m)["retries"], 1)
+
+    def test_a_slow_server_makes_reads_slow_not_wrong(self):
+        self.proxy.delay = 0.2
+        self.assertEqual(read_file(self.m.tensor("a", "raw")), self.raw_of("a"))
+
+    def test_a_server_that_keeps_failing_fails_that_read_with_eio_only(self):
+        self.proxy.queue(*[("status", 503, {})] * 100)
+        with self.assertRaises(OSError) as caught:
+            read_file(self.m.tensor("a", "raw"))
+        self.assertEqual(caught.exception.errno, errno.EIO)
+        with self.proxy.lock:
+            self.proxy.faults.clear()
+        self.assertEqual(read_file(self.m.tensor("c", "raw")), self.raw_of("c"))
+        self.assertEqual(read_file(self.m.tensor("a", "raw")), self.raw_of("a"))
+
+
+class ObjectReplaced(unittest.TestCase):
+    def test_reads_of_a_replaced_object_fail_with_eio_never_mixed(self):
+        remote_servers.use_remote_environment()
+        data = tempfile.mkdtemp(prefix="tensorfs-remote-data-")
+        self.addCleanup(shutil.rmtree, data, ignore_errors=True)
+        spans, _ = make_model(data, 1)
+        path = os.path.join(data, "big.safetensors")
+        with open(path, "rb") as f:
+            old = f.read()
+        server = Nginx(data)
+        self.addCleanup(server.stop)
+        # In the foreground, to see its log on stderr.
+        folder = tempfile.mkdtemp(prefix="tensorfs-replaced-", dir=data)
+        mountpoint, log = os.path.join(folder, "mnt"), open(os.path.join(folder, "stderr"), "w+")
+        os.mkdir(mountpoint)
+        self.addCleanup(log.close)
+        daemon = subprocess.Popen([BIN, "mount", "-f", f"http://127.0.0.1:{server.http}/big.safetensors", mountpoint,
+                                   "--cache-dir", os.path.join(folder, "cache")], stderr=log)
+        self.addCleanup(daemon.wait, 60)
+        self.addCleanup(lambda: is_mounted(mountpoint) and subprocess.run(["fusermount3", "-u", mountpoint]))
+        self.assertTrue(wait_until(lambda: is_mounted(mountpoint) and os.path.exists(os.path.join(mountpoint, "a")), 60))
+        offset, size = spans["a"]
+        self.assertEqual(read_file(os.path.join(mountpoint, "a", "raw")), old[offset:offset + size])
+
+        # The same layout with other values: same size, another ETag (nginx's is mtime and size).
+        replacement = tempfile.mkdtemp(dir=data)
+        make_model(replacement, 2)
+        os.utime(os.path.join(replacement, "big.safetensors"), (1_000_000_000, 1_000_000_000))
+        os.rename(os.path.join(replacement, "big.safetensors"), path)
+
+        for name in ("b", "d", "b"):
+            with self.assertRaises(OSError) as caught:
+                read_file(os.path.join(mountpoint, name, "raw"))
+            self.assertEqual(caught.exception.errno, errno.EIO)
+        with open(os.path.join(mountpoint, ".tensorfs", "stats.json")) as f:
+            stats = json.load(f)
+        self.assertEqual(stats["remote"]["objects_changed"], 1)
+        self.assertGreaterEqual(stats["read_errors"], 3)
+        self.assertIsNone(daemon.poll(), "the daemon died")
+        self.assertEqual(subprocess.run(["fusermount3", "-u", mountpoint]).returncode, 0)
+        self.assertEqual(daemon.wait(60), 0)
+        log.seek(0)
+        changed = [line for line in log.read().splitlines() if "changed on the server" in line]
+        self.assertEqual(len(changed), 1, changed)
+        self.assertIn("big.safetensors", changed[0])
+
+
+class HubCredentials(unittest.TestCase):
+    """The token goes to the Hub's host and never to the host the Hub redirects file reads to."""
+
+    SECRET = "hf_test_secret_token"
+
+    def setUp(self):
+        remote_servers.use_remote_environment()
+        self.nginx = remote_servers.nginx()
+
+    def env(self, **extra):
+        env = dict(os.environ)
+        env.update(extra)
+        return env
+
+    def check_token_stays_with_the_hub(self, env):
+        hub_mark, cdn_mark = len(self.nginx.log_lines("hub.log")), len(self.nginx.log_lines("cdn.log"))
+        source = remote_servers.HUB.source("gguf/tiny-llama-Q4_K_M.gguf")
+        with Mount(source, "--cache-dir", tempfile.mkdtemp(dir=env["XDG_CACHE_HOME"]), env=env) as m:
+            for name in os.listdir(m.path):
+                if os.path.isdir(os.path.join(m.path, name)) and not name.startswith("."):
+                    read_file(os.path.join(m.path, name, "raw"))
+        hub, cdn = self.nginx.log_lines("hub.log")[hub_mark:], self.nginx.log_lines("cdn.log")[cdn_mark:]
+        self.assertTrue(hub and cdn)
+        self.assertTrue(all(f'authorization="Bearer {self.SECRET}"' in line for line in hub), hub)
+        self.assertTrue(all('authorization="-"' in line for line in cdn), cdn)
+        self.assertFalse(any(self.SECRET in line for line in cdn))
+
+    def test_hf_token_reaches_the_hub_only(self):
+        self.check_token_stays_with_the_hub(self.env(HF_TOKEN=self.SECRET))
+
+    def test_the_token_file_reaches_the_hub_only(self):
+        home = tempfile.mkdtemp(dir=os.environ["XDG_CACHE_HOME"])
+        with open(os.path.join(home, "token"), "w") as f:
+            f.write(self.SECRET + "\n")
+        self.check_token_stays_with_the_hub(self.env(HF_HOME=home))
+
+    def test_a_listing_in_pages(self):
+        """The index of test-org/paged is on the second page of its listing: the folder rule must see it."""
+        result = run("info", "--json", "hf://test-org/paged", env=self.env())
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual([f["path"] for f in json.loads(result.stdout)["files"]],
+                         [f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)])
+        self.assertIn("total_size", json.loads(result.stdout)["metadata"])
+
+    def test_refused_credentials_name_hf_token(self):
+        for source, status in (("hf://test-org/private/model.safetensors", "401"), ("hf://test-org/gated", "403")):
+            for env in (self.env(), self.env(HF_TOKEN=self.SECRET)):
+                with self.subTest(source=source, token="HF_TOKEN" in env):
+                    result = run("ls", source, env=env)
+                    self.assertEqual(result.returncode, 1)
+                    [line] = result.stderr.splitlines()
+                    self.assertTrue(line.startswith(f"tensorfs: {source}"), line)
+                    self.assertIn(f"HTTP {status}", line)
+                    self.assertIn("HF_TOKEN", line)
+                    self.assertNotIn(self.SECRET, line)
+
+
+class SourceErrors(unittest.TestCase):
+    """One line naming the URL and the server's reason, exit status 1, nothing mounted."""
+
+    def setUp(self):
+        remote_servers.use_remote_environment()
+
+    def assert_one_line(self, args, *parts, env=None):
+        result = run(*args, env=env)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        lines = result.stderr.splitlines()
+        self.assertEqual(len(lines), 1, result.stderr)
+        for part in parts:
+            self.assertIn(part, lines[0])
+        return lines[0]
+
+    def test_not_found_names_the_file(self):
+        for source in (remote_servers.HTTP.source("gguf/absent.gguf"), remote_servers.HUB.source("absent.safetensors")):
+            with self.subTest(source=source):
+                self.assert_one_line(["info", source], f"tensorfs: {source}: ", "404")
+                with tempfile.TemporaryDirectory() as folder:
+                    self.assert_one_line(["mount", source, folder], f"tensorfs: {source}: ", "404")
+                    self.assertFalse(is_mounted(folder))
+
+    def test_a_server_that_cannot_be_reached(self):
+        with socket.socket() as held:  # a port bound here and never listened on: connections are refused
+            held.bind(("127.0.0.1", 0))
+            source = f"http://127.0.0.1:{held.getsockname()[1]}/model.gguf"
+            self.assert_one_line(["validate", source], f"tensorfs: {source}: ", "cannot connect")
+
+    def test_an_untrusted_certificate_is_one_clear_line(self):
+        env = {k: v for k, v in os.environ.items() if k not in ("SSL_CERT_FILE", "CURL_CA_BUNDLE")}
+        source = remote_servers.HTTPS.source("gguf/mixed.gguf")
+        self.assert_one_line(["ls", source], f"tensorfs: {source}: ", "certificate", env=env)
+        env["CURL_CA_BUNDLE"] = remote_servers.nginx().ca
+        self.assertEqual(run("ls", source, env=env).returncode, 0)
+
+    def test_a_password_in_a_url_never_shows(self):
+        source = remote_servers.HTTP.source("gguf/mixed.gguf").replace("http://", "http://someone:hunter2@")
+        with Mount(source) as m:
+            with open("/proc/self/mountinfo") as f:
+                line = next(line for line in f if line.split()[4] == os.path.realpath(m.path))
+            self.assertNotIn("hunter2", line)
+            self.assertIn(source.replace("someone:hunter2@", ""), line)
+            with open(os.path.join(m.path, "model.json")) as f:
+                self.assertNotIn("hunter2", f.read())
+        self.assertNotIn("hunter2", self.assert_one_line(["ls", source.replace("mixed", "absent")], "404"))
+
+    def test_a_web_server_folder_cannot_be_listed(self):
+        source = remote_servers.HTTP.source("safetensors/sharded/")
+        self.assert_one_line(["ls", source], "no listing")
+
+    def test_a_hub_folder_with_several_models_asks_for_a_path(self):
+        self.assert_one_line(["ls", remote_servers.HUB.source("gguf")], "hf://test-org/vectors/gguf", "name the file")
+
+    def test_bad_cache_options_are_usage_errors(self):
+        source = remote_servers.HTTP.source("gguf/mixed.gguf")
+        self.assert_one_line(["ls", source, "--disk-cache-size", "lots"], "bad --disk-cache-size")
+        with tempfile.TemporaryDirectory() as folder:
+            self.assert_one_line(["mount", source, folder, "-o", "disk_cache_size=lots"], "bad disk_cache_size")
+
+
+if __name__ == "__main__":
+    unittest.main()

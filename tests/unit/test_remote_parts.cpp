@@ -1,0 +1,142 @@
+// Parts of the remote layer that need no server: URL arithmetic, Hub addresses, the disk block cache.
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "remote/disk_cache.hpp"
+#include "remote/hub.hpp"
+#include "remote/url.hpp"
+#include "temp_folder.hpp"
+#include "tensorfs/errors.hpp"
+#include "tensorfs/remote_source.hpp"
+
+namespace tensorfs::remote {
+namespace fs = std::filesystem;
+
+BOOST_AUTO_TEST_SUITE(remote_parts)
+
+BOOST_AUTO_TEST_CASE(origins_fill_in_default_ports_and_lower_case_hosts) {
+    BOOST_TEST(origin_of("https://HuggingFace.co/org/repo") == "https://huggingface.co:443");
+    BOOST_TEST(origin_of("http://127.0.0.1:8080/x") == "http://127.0.0.1:8080");
+    BOOST_TEST(origin_of("https://huggingface.co:443/a") == origin_of("https://huggingface.co/b"));
+    BOOST_TEST(origin_of("https://cdn-lfs.huggingface.co/a") != origin_of("https://huggingface.co/a"));
+    BOOST_TEST(origin_of("not a url").empty());
+}
+
+BOOST_AUTO_TEST_CASE(redirects_resolve_against_the_url_that_gave_them) {
+    BOOST_TEST(resolve_url("https://h/a/b/c.gguf", "d.gguf") == "https://h/a/b/d.gguf");
+    BOOST_TEST(resolve_url("https://h/a/b/c.gguf", "/x/y") == "https://h/x/y");
+    BOOST_TEST(resolve_url("https://h/a", "http://other:81/z?sig=1") == "http://other:81/z?sig=1");
+}
+
+BOOST_AUTO_TEST_CASE(names_never_carry_credentials) {
+    BOOST_TEST(without_credentials("https://user:secret@h/x.gguf") == "https://h/x.gguf");
+    BOOST_TEST(without_credentials("https://h/x.gguf") == "https://h/x.gguf");
+}
+
+BOOST_AUTO_TEST_CASE(percent_encoding_round_trips) {
+    BOOST_TEST(percent_encode("a b/c%d.gguf", "/") == "a%20b/c%25d.gguf");
+    BOOST_TEST(percent_encode("refs/pr/1") == "refs%2Fpr%2F1");
+    BOOST_TEST(percent_decode("a%20b/c%25d.gguf") == "a b/c%d.gguf");
+    BOOST_TEST(percent_decode("100%") == "100%");
+}
+
+BOOST_AUTO_TEST_CASE(hub_addresses) {
+    const HubAddress plain = parse_hub_address("hf://org/repo");
+    BOOST_TEST(plain.repo == "org/repo");
+    BOOST_TEST(plain.revision == "main");
+    BOOST_TEST(!plain.revision_given);
+    BOOST_TEST(plain.path.empty());
+
+    const HubAddress full = parse_hub_address("hf://org/repo@refs%2Fpr%2F3/sub/dir/model.gguf");
+    BOOST_TEST(full.revision == "refs/pr/3");
+    BOOST_TEST(full.revision_given);
+    BOOST_TEST(full.path == "sub/dir/model.gguf");
+
+    for (const char* bad : {"hf://", "hf://org", "hf://org/", "hf://org/repo@", "hf://org/../x", "hf://org/repo/a/../b"}) {
+        BOOST_CHECK_THROW(parse_hub_address(bad), InvalidSource);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(remote_sources_are_told_from_paths) {
+    BOOST_TEST(is_remote_source("https://h/x.gguf"));
+    BOOST_TEST(is_remote_source("http://h/x.gguf"));
+    BOOST_TEST(is_remote_source("hf://org/repo"));
+    BOOST_TEST(!is_remote_source("models/x.gguf"));
+    BOOST_TEST(!is_remote_source("s3://bucket/key"));  // not yet
+}
+
+BOOST_AUTO_TEST_CASE(hf_sources_name_a_file_or_a_folder) {
+    const ResolvedSource file = resolve_remote("hf://org/repo@v1/sub/model.safetensors", {});
+    BOOST_TEST(file.file == "model.safetensors");
+    BOOST_TEST(file.folder->name() == "hf://org/repo@v1/sub");
+    BOOST_TEST(file.folder->name_of("x.json") == "hf://org/repo@v1/sub/x.json");
+    const ResolvedSource folder = resolve_remote("hf://org/repo/sub", {});
+    BOOST_TEST(folder.file.empty());
+    const ResolvedSource url = resolve_remote("https://u:p@h/a/my%20model-00001-of-00002.gguf?download=1", {});
+    BOOST_TEST(url.file == "my model-00001-of-00002.gguf");
+    BOOST_TEST(url.folder->name_of("my model-00002-of-00002.gguf") ==
+               "https://h/a/my%20model-00002-of-00002.gguf?download=1");
+}
+
+BOOST_AUTO_TEST_CASE(the_disk_cache_keeps_whole_blocks_by_key) {
+    const test::TempFolder folder;
+    DiskCache cache(folder.path(), 1 << 20);
+    const auto object = cache.object_folder("https://h/x.gguf\netag \"1\"\n");
+    BOOST_REQUIRE(object);
+    const std::string block(1000, 'x');
+    std::string read(1000, '\0');
+    BOOST_TEST(!cache.read(*object, 0, read.data(), read.size()));
+    cache.write(*object, 0, block.data(), block.size());
+    BOOST_TEST(cache.read(*object, 0, read.data(), read.size()));
+    BOOST_TEST(read == block);
+    // Another identity is another object: it never meets these blocks.
+    const auto changed = cache.object_folder("https://h/x.gguf\netag \"2\"\n");
+    BOOST_REQUIRE(changed);
+    BOOST_TEST(!cache.read(*changed, 0, read.data(), read.size()));
+    // A block of the wrong length (not what this process wrote) is never served, and goes.
+    BOOST_TEST(!cache.read(*object, 0, read.data(), 999));
+    BOOST_TEST(!fs::exists(*object / "0.block"));
+}
+
+BOOST_AUTO_TEST_CASE(the_disk_cache_evicts_the_least_recently_used_blocks) {
+    const test::TempFolder folder;
+    DiskCache cache(folder.path(), 10 * 1000);
+    const auto object = cache.object_folder("key");
+    BOOST_REQUIRE(object);
+    const std::string block(1000, 'b');
+    std::string read(1000, '\0');
+    for (int i = 0; i < 10; ++i) cache.write(*object, i, block.data(), block.size());
+    // Block 0 is read last of the old ones (made older first, since mtimes may tie within a test's speed).
+    for (int i = 0; i < 10; ++i) {
+        const fs::path path = *object / (std::to_string(i) + ".block");
+        const timespec times[2] = {{1000 + i, 0}, {1000 + i, 0}};
+        BOOST_REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+    }
+    BOOST_TEST(cache.read(*object, 0, read.data(), read.size()));
+    for (int i = 10; i < 14; ++i) cache.write(*object, i, block.data(), block.size());
+    std::uint64_t total = 0;
+    for (const auto& entry : fs::directory_iterator(*object)) {
+        if (entry.path().extension() == ".block") total += fs::file_size(entry.path());
+    }
+    BOOST_TEST(total <= 10u * 1000);
+    BOOST_TEST(fs::exists(*object / "0.block"));   // recently read
+    BOOST_TEST(!fs::exists(*object / "1.block"));  // the oldest not read again
+    BOOST_TEST(fs::exists(*object / "13.block"));  // just written
+}
+
+BOOST_AUTO_TEST_CASE(a_disk_cache_of_size_zero_keeps_nothing) {
+    const test::TempFolder folder;
+    DiskCache cache(folder.path(), 0);
+    BOOST_TEST(!cache.object_folder("key"));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace tensorfs::remote
