@@ -69,7 +69,10 @@ public:
     void read_slice(const FileSlice& slice, void* dst) const {
         files_.read_of_tensor(*slice.tensor, slice.offset, slice.length, dst);
     }
+    // The slice a read of `raw` is served from, counted as a read.
     FileSlice raw_slice(std::uint32_t tensor, std::uint64_t offset, std::size_t length) const;
+    // The same slice, not counted: for a look at where the bytes are before serving the read.
+    FileSlice raw_range(std::uint32_t tensor, std::uint64_t offset, std::size_t length) const;
 
     // The header of dequant.npy (made when asked: a few hundred bytes a tensor, kept for none); "" without dequant.
     std::string npy_header(std::uint32_t tensor) const;

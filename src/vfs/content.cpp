@@ -60,12 +60,17 @@ std::uint64_t Content::size(Node node) const {
     }
 }
 
-Content::FileSlice Content::raw_slice(std::uint32_t index, std::uint64_t offset, std::size_t length) const {
+Content::FileSlice Content::raw_range(std::uint32_t index, std::uint64_t offset, std::size_t length) const {
     const Tensor& tensor = catalog_.tensors[index];
     const std::size_t count = offset >= tensor.nbytes ? 0 : std::min<std::uint64_t>(length, tensor.nbytes - offset);
-    stats_.raw.reads.add(1);
-    stats_.raw.bytes.add(count);
     return FileSlice{&tensor, tensor.file, tensor.offset + offset, count};
+}
+
+Content::FileSlice Content::raw_slice(std::uint32_t index, std::uint64_t offset, std::size_t length) const {
+    const FileSlice slice = raw_range(index, offset, length);
+    stats_.raw.reads.add(1);
+    stats_.raw.bytes.add(slice.length);
+    return slice;
 }
 
 void Content::add_text(const std::string& text, std::uint64_t offset, std::size_t length, ReadPieces& pieces) {
