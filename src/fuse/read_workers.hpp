@@ -6,7 +6,8 @@
 // work) hops from thread to thread and often to the other CPU. One thread that answers them itself and goes
 // straight back to read() halved the time of a first `find` over 10,000 tensor folders, and its CPU time (the
 // figures are in docs/benchmarks.md). Reads may take long (decoding, page faults in the source, remote sources):
-// they go to these workers, so that other requests and other readers never wait behind them.
+// they go to these workers, so that other requests and other readers never wait behind them; only a small read
+// of `raw` whose pages are already in the page cache is answered by the loop's thread (fuse_ops.cpp).
 #pragma once
 
 #include <condition_variable>
