@@ -6,6 +6,9 @@
 //                                                  the range (same offsets for the same range and count)
 //   bench_read decode SOURCE TENSOR                decodes the tensor in-process on one thread, 1 MiB of float32
 //                                                  at a time (pread of its blocks + kernel), as the daemon would
+//   bench_read export-header SOURCE DTYPE          lays out model.safetensors (ModelExport: its whole header) for
+//                                                  export_dtype DTYPE; "bytes" is the header's size, and
+//                                                  "parse_seconds" the time open_catalog took to read the source
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "tensorfs/catalog.hpp"
+#include "tensorfs/model_export.hpp"
 #include "tensorfs/open_source.hpp"
 #include "tensorfs/source_files.hpp"
 
@@ -29,7 +33,8 @@ using Clock = std::chrono::steady_clock;
 
 int usage() {
     std::fprintf(stderr,
-                 "usage: bench_read seq FILE [OFFSET LENGTH] | random FILE OFFSET LENGTH COUNT | decode SOURCE TENSOR\n");
+                 "usage: bench_read seq FILE [OFFSET LENGTH] | random FILE OFFSET LENGTH COUNT | decode SOURCE TENSOR"
+                 " | export-header SOURCE DTYPE\n");
     return 2;
 }
 
@@ -117,6 +122,24 @@ int decode(const char* source, const std::string& name) {
     return 1;
 }
 
+int export_header(const char* source, const char* dtype_name) {
+    const auto dtype = export_dtype_named(dtype_name);
+    if (!dtype) return usage();
+    const auto parse_started = Clock::now();
+    const Catalog catalog = open_catalog(source);
+    const auto started = Clock::now();
+    const ModelExport model_export(catalog, *dtype);
+    const auto elapsed = Clock::now() - started;
+    if (!model_export.available()) {
+        std::fprintf(stderr, "%s\n", model_export.error().c_str());
+        return 1;
+    }
+    std::printf("{\"bytes\": %zu, \"seconds\": %.6f, \"parse_seconds\": %.6f, \"tensors\": %zu}\n",
+                model_export.header().size(), std::chrono::duration<double>(elapsed).count(),
+                std::chrono::duration<double>(started - parse_started).count(), model_export.parts().size());
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -127,5 +150,6 @@ int main(int argc, char** argv) {
     if (mode == "seq" && argc == 5) return sequential(argv[2], number(3), number(4));
     if (mode == "random" && argc == 6) return random_reads(argv[2], number(3), number(4), number(5));
     if (mode == "decode" && argc == 4) return decode(argv[2], argv[3]);
+    if (mode == "export-header" && argc == 4) return export_header(argv[2], argv[3]);
     return usage();
 }

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
 shift || true
-all_targets=(fuzz_safetensors fuzz_index fuzz_gguf fuzz_content fuzz_kernels)
+all_targets=(fuzz_safetensors fuzz_index fuzz_gguf fuzz_content fuzz_kernels fuzz_s3_answer)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 build=${TENSORFS_FUZZ_BUILD:-build-fuzz}
@@ -31,6 +31,7 @@ seeds_of() {
     fuzz_gguf) find "$vectors/gguf" "$vectors/malformed" -name '*.gguf' ;;
     fuzz_content) find "$vectors" -name '*.safetensors' -o -name '*.gguf' ;;
     fuzz_kernels) find "$vectors/malformed" -name '*.gguf' ;;  # any bytes do: a type id, then blocks
+    fuzz_s3_answer) find tests/data/s3 -name '*.xml' ;;
     *) echo "unknown target $1" >&2; return 1 ;;
   esac
 }

@@ -28,6 +28,9 @@ struct Tensor {
     std::uint64_t nbytes = 0;          // stored bytes
     std::uint32_t file = 0;            // index into Catalog::files
     std::uint64_t offset = 0;          // absolute byte offset of the stored bytes in that file
+    // False when the stored bytes are not the values in C order (a strided storage): model.safetensors and the
+    // 16-bit views then serve the tensor's decoded values, never its raw bytes.
+    bool raw_in_c_order = true;
 
     std::uint64_t blocks() const { return elements / type->block_elements; }
     std::uint64_t f32_bytes() const { return elements * 4; }

@@ -16,8 +16,8 @@
 
 namespace tensorfs {
 
-// The float32 values of one chunk; immutable once published. Holding a reference keeps the memory alive after
-// the cache evicted the chunk (a reply still being sent, for instance).
+// The values of one chunk (float32, or 16-bit floats for a 16-bit view); immutable once published. Holding a
+// reference keeps the memory alive after the cache evicted the chunk (a reply still being sent, for instance).
 class Chunk {
 public:
     Chunk(float* values, std::size_t bytes, std::function<void(float*, std::size_t)> release)
@@ -40,6 +40,7 @@ using ChunkRef = std::shared_ptr<const Chunk>;
 struct ChunkKey {
     std::uint32_t tensor;
     std::uint64_t index;
+    std::uint8_t view = 0;   // which form of the tensor's values the chunk holds (a ValueView)
     bool operator==(const ChunkKey&) const = default;
 };
 
@@ -74,7 +75,8 @@ public:
 private:
     struct KeyHash {
         std::size_t operator()(const ChunkKey& key) const {
-            return std::hash<std::uint64_t>()(key.index * 0x9E3779B97F4A7C15ull ^ key.tensor);
+            return std::hash<std::uint64_t>()(key.index * 0x9E3779B97F4A7C15ull ^ key.tensor ^
+                                              std::uint64_t{key.view} << 56);
         }
     };
     struct Slot {

@@ -1,5 +1,5 @@
 // What every file of the tree holds: sizes and byte ranges, without any FUSE. Used by the FUSE adapter and
-// by `tensorfs cat`, and driven directly by the unit tests.
+// by `tensorfs cat` and `tensorfs convert`, and driven directly by the unit tests.
 #pragma once
 
 #include <sys/uio.h>
@@ -8,19 +8,22 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tensorfs/catalog.hpp"
 #include "tensorfs/dequant_reader.hpp"
+#include "tensorfs/model_export.hpp"
 #include "tensorfs/source_files.hpp"
 #include "tensorfs/stats.hpp"
 #include "tensorfs/tree.hpp"
+#include "tensorfs/value_view.hpp"
 
 namespace tensorfs {
 
 // The bytes of one read as pieces of memory, for a vectored reply without an extra copy. The memory stays valid
-// while this object lives: it holds the decoded chunks and the rendered text it points into.
+// while this object lives: it holds the decoded chunks, the rendered text and the source bytes it points into.
 class ReadPieces {
 public:
     ReadPieces() = default;
@@ -35,19 +38,31 @@ public:
 
 private:
     friend class Content;
+    // Pieces shorter than this are copied, next to the copied piece before them when there is one, so that a reply
+    // has a few hundred pieces at most however many small tensors it covers (writev takes at most 1024).
+    static constexpr std::size_t kCopiedBelow = 4096;
+
+    // Sets the most bytes this read will hold (its length, clipped to the file).
+    void expect(std::size_t length) { copies_capacity_ = length; }
     void add(const void* data, std::size_t length);
+    // Room for `length` more bytes held here, added as the next piece; the caller fills it.
+    char* add_room(std::size_t length);
 
     std::vector<iovec> iov_;
     std::size_t size_ = 0;
     std::vector<DequantReader::Piece> chunks_;
     std::string text_;
+    std::unique_ptr<char[]> copies_;   // allocated at the first copy, with room for the whole read
+    std::size_t copies_capacity_ = 0;
+    std::size_t copies_used_ = 0;
 };
 
 class Content {
 public:
-    // `cache_budget`: bytes of decoded chunks kept for dequant.f32 / dequant.npy.
+    // `cache_budget`: bytes of decoded chunks kept for the value views. `model_export`: what model.safetensors
+    // holds, when the tree has it (it must outlive this object).
     Content(const Catalog& catalog, const Tree& tree, const SourceFiles& files, Stats& stats,
-            std::uint64_t cache_budget = kDefaultCacheBudget);
+            std::uint64_t cache_budget = kDefaultCacheBudget, const ModelExport* model_export = nullptr);
 
     std::uint64_t size(Node node) const;
 
@@ -55,24 +70,25 @@ public:
     // Throws IoError when the source cannot be read.
     std::size_t read(Node node, std::uint64_t offset, std::size_t length, char* dst);
 
-    // The same bytes as pieces of memory, for every kind of file but `raw` (see raw_slice). Throws IoError.
+    // The same bytes as pieces of memory, for a reply (see source_slice for a cheaper road). Throws IoError.
     void read_pieces(Node node, std::uint64_t offset, std::size_t length, ReadPieces& pieces);
 
-    // Where the bytes of a `raw` range lie in the source, for replies straight from the file.
+    // Where the bytes of a file that is a slice of a source file lie, for replies straight from that file: `raw`,
+    // and a value view in the tensor's own encoding (dequant.bf16 of a BF16 tensor, dequant.f32 of an F32 one),
+    // which serves the raw bytes. Counts the read. nullopt for every other file.
     struct FileSlice {
         const Tensor* tensor;
         std::uint32_t file;
         std::uint64_t offset;
-        std::size_t length;  // already clipped to the tensor's size
+        std::size_t length;  // already clipped to the file's size
     };
+    std::optional<FileSlice> source_slice(Node node, std::uint64_t offset, std::size_t length) const;
+    // The same slice, not counted: for a look at where the bytes are before serving the read.
+    std::optional<FileSlice> source_range(Node node, std::uint64_t offset, std::size_t length) const;
     // Reads a slice's bytes into `dst` (from the source, never from its mapping). Throws IoError.
     void read_slice(const FileSlice& slice, void* dst) const {
         files_.read_of_tensor(*slice.tensor, slice.offset, slice.length, dst);
     }
-    // The slice a read of `raw` is served from, counted as a read.
-    FileSlice raw_slice(std::uint32_t tensor, std::uint64_t offset, std::size_t length) const;
-    // The same slice, not counted: for a look at where the bytes are before serving the read.
-    FileSlice raw_range(std::uint32_t tensor, std::uint64_t offset, std::size_t length) const;
 
     // The header of dequant.npy (made when asked: a few hundred bytes a tensor, kept for none); "" without dequant.
     std::string npy_header(std::uint32_t tensor) const;
@@ -82,16 +98,23 @@ public:
 private:
     std::string meta_json(std::uint32_t tensor) const;
     std::uint64_t meta_json_size(std::uint32_t tensor) const;
+    // Whether the node's bytes are its tensor's raw bytes (see source_slice).
+    bool serves_raw(Node node) const;
+    FileKindCounters* counters_of(NodeKind kind) const;
     // Appends the part of `text` at [offset, offset + length) to `pieces`.
     static void add_text(const std::string& text, std::uint64_t offset, std::size_t length, ReadPieces& pieces);
-    // add_text for the text files (JSON, and the metrics), counted as `json` reads.
-    void read_text(const std::string& text, std::uint64_t offset, std::size_t length, ReadPieces& pieces);
+    void add_source_bytes(const FileSlice& slice, ReadPieces& pieces) const;
+    void add_values(std::uint32_t tensor, ValueView view, std::uint64_t offset, std::size_t length,
+                    ReadPieces& pieces);
+    void add_model_file(std::uint64_t offset, std::size_t length, ReadPieces& pieces);
 
     const Catalog& catalog_;
     const SourceFiles& files_;
     Stats& stats_;
+    const ModelExport* model_export_;
     DequantReader dequant_;
     std::string model_json_;
+    std::vector<std::optional<ValueView>> raw_views_;   // per tensor: the view its raw bytes are, if any
     // Per tensor, the size of its meta.json once asked (0 until then: no meta.json is empty). A walk asks for every
     // one, in readdirplus replies; the text itself is made again at each read.
     std::unique_ptr<std::atomic<std::uint32_t>[]> meta_json_sizes_;

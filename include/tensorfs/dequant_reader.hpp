@@ -1,6 +1,7 @@
-// Serves byte ranges of tensors' float32 views from decoded chunks: runs of whole blocks (about 1 MiB of float32
-// each), decoded only when a read touches them, kept in a ChunkCache, and decoded ahead of sequential readers on
-// a background thread so that decoding overlaps the transfer of the previous chunk.
+// Serves byte ranges of tensors' values (float32, or rounded to 16 bits: see value_view.hpp) from decoded chunks:
+// runs of whole blocks (about 1 MiB of values each), decoded only when a read touches them, kept in a ChunkCache,
+// and decoded ahead of sequential readers on a background thread so that decoding overlaps the transfer of the
+// previous chunk.
 #pragma once
 
 #include <atomic>
@@ -15,6 +16,7 @@
 #include "tensorfs/chunk_cache.hpp"
 #include "tensorfs/source_files.hpp"
 #include "tensorfs/stats.hpp"
+#include "tensorfs/value_view.hpp"
 
 namespace tensorfs {
 
@@ -37,20 +39,22 @@ public:
     };
 
     // Appends to `pieces` the chunk parts holding bytes [offset, offset + length) of the tensor's little-endian
-    // float32 values, in order. The range must lie inside the tensor's f32 size. Throws IoError when the source
-    // cannot be read.
-    void read_pieces(std::uint32_t tensor, std::uint64_t offset, std::size_t length, std::vector<Piece>& pieces);
+    // values in `view`, in order. The range must lie inside the view's size (elements x bytes_per_value). Throws
+    // IoError when the source cannot be read.
+    void read_pieces(std::uint32_t tensor, std::uint64_t offset, std::size_t length, std::vector<Piece>& pieces,
+                     ValueView view = ValueView::F32);
 
     std::size_t chunk_bytes() const { return chunk_bytes_; }
 
 private:
-    std::uint64_t chunk_elements(const Tensor& tensor) const;
-    std::uint64_t chunk_count(const Tensor& tensor) const;
-    // Bytes of float32 in chunk `index` of `tensor`.
-    std::size_t chunk_size(const Tensor& tensor, std::uint64_t index) const;
-    ChunkCache::Fill decoder(std::uint32_t tensor, std::uint64_t index);
-    void decode(std::uint32_t tensor, std::uint64_t index, float* values);
-    void decode_ahead_of(std::uint32_t tensor, std::uint64_t last);
+    // Chunks of a 16-bit view hold twice the elements of a float32 chunk: every chunk takes about chunk_bytes_.
+    std::uint64_t chunk_elements(const Tensor& tensor, ValueView view) const;
+    std::uint64_t chunk_count(const Tensor& tensor, ValueView view) const;
+    // Bytes of values in chunk `index` of `tensor`.
+    std::size_t chunk_size(const Tensor& tensor, ValueView view, std::uint64_t index) const;
+    ChunkCache::Fill decoder(std::uint32_t tensor, ValueView view, std::uint64_t index);
+    void decode(std::uint32_t tensor, ValueView view, std::uint64_t index, float* values);
+    void decode_ahead_of(std::uint32_t tensor, ValueView view, std::uint64_t last);
     // The per-dtype counter of decoded bytes for tensors of `type`.
     Counter& decoded_bytes_of(const TypeTraits& type);
 
@@ -60,7 +64,8 @@ private:
     std::vector<std::pair<const TypeTraits*, Counter*>> decoded_by_type_;
     const std::size_t chunk_bytes_;
     ChunkCache cache_;
-    // Per tensor, the chunk after the last one read: a read that starts there (or one before) is sequential.
+    // Per tensor and view, the chunk after the last one read: a read that starts there (or one before) is
+    // sequential.
     std::unique_ptr<std::atomic<std::uint64_t>[]> next_chunk_;
     BackgroundQueue ahead_;   // last: its threads stop before the members they use go away
 };

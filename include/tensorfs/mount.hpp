@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorfs/model_export.hpp"
 #include "tensorfs/source_options.hpp"
 
 namespace tensorfs {
@@ -18,6 +19,7 @@ struct MountOptions {
     std::vector<std::string> fuse_options;   // passed to libfuse as `-o` options
     std::uint64_t cache_size = 0;            // bytes of decoded chunks kept; 0 = default
     unsigned threads = 0;                    // FUSE worker threads; 0 = default
+    ExportDtype export_dtype = ExportDtype::Keep;   // the dtypes of model.safetensors
     SourceOptions source_options;            // cache_dir=, disk_cache_size= (remote sources)
 };
 

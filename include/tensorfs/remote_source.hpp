@@ -1,5 +1,5 @@
-// Remote SOURCEs: `http(s)://…` URLs and `hf://ORG/REPO[@REV][/PATH]` Hub addresses, resolved to a folder that
-// reads by HTTP range requests (src/remote), as a local path resolves to a LocalFolder.
+// Remote SOURCEs: `http(s)://…` URLs, `hf://ORG/REPO[@REV][/PATH]` Hub addresses and `s3://BUCKET/KEY` objects,
+// resolved to a folder that reads by HTTP range requests (src/remote), as a local path resolves to a LocalFolder.
 #pragma once
 
 #include <memory>
@@ -16,7 +16,7 @@ struct ResolvedSource {
     std::string file;  // empty: the folder itself
 };
 
-// Whether SOURCE names a remote source (http://, https://, hf://) rather than a local path.
+// Whether SOURCE names a remote source (http://, https://, hf://, s3://) rather than a local path.
 bool is_remote_source(const std::string& source);
 
 // SOURCE as /proc/mounts and messages may show it: a URL without the user name and password it may carry.

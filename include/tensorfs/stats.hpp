@@ -109,11 +109,11 @@ private:
 };
 
 struct Stats {
-    FileKindCounters raw, dequant_f32, dequant_npy, json;
+    FileKindCounters raw, dequant_f32, dequant_npy, dequant_bf16, dequant_f16, model_safetensors, json;
     // A wait is a read that found its chunk being decoded by another thread and took that decode (also a hit).
     Counter cache_hits, cache_misses, cache_waits, cache_evictions, cache_decoded_ahead;
-    Counter bytes_decoded, decode_nanoseconds;
-    DtypeCounters bytes_decoded_by_dtype;  // float32 bytes decoded, by the tensor's stored dtype
+    Counter bytes_decoded, decode_nanoseconds;   // bytes of float32 decoded (also for the 16-bit views)
+    DtypeCounters bytes_decoded_by_dtype;  // the same, by the tensor's stored dtype
     Counter read_errors;     // reads answered with an error
     Counter reply_errors;    // replies the kernel did not take (reader gone, or a source page it could not copy)
     std::atomic<std::uint64_t> cache_bytes_in_use{0};
@@ -121,8 +121,9 @@ struct Stats {
     std::uint64_t cache_chunk_bytes = 0;   // the usual size of a decoded chunk
     std::shared_ptr<RemoteCounters> remote = std::make_shared<RemoteCounters>();
     FuseRequestCounters requests;
-    // Time from a read request's arrival to its reply, by what was read: raw, the dequant views, the JSON files.
-    LatencyHistogram raw_read_latency, dequant_read_latency, meta_read_latency;
+    // Time from a read request's arrival to its reply, by what was read: raw, the dequant views (16-bit ones too),
+    // the JSON files, model.safetensors.
+    LatencyHistogram raw_read_latency, dequant_read_latency, meta_read_latency, model_read_latency;
     // Where the mount is, as every metric's `mountpoint` label says (none when empty): node_exporter merges the
     // files of several mounts into one set of series.
     std::string mountpoint;

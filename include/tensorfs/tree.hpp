@@ -15,6 +15,7 @@ namespace tensorfs {
 enum class NodeKind : std::uint8_t {
     Root,
     ModelJson,
+    ModelSafetensors,
     StatsDir,     // .tensorfs
     StatsJson,    // .tensorfs/stats.json
     Metrics,      // .tensorfs/metrics
@@ -23,6 +24,8 @@ enum class NodeKind : std::uint8_t {
     MetaJson,
     DequantF32,
     DequantNpy,
+    DequantBf16,
+    DequantF16,
 };
 
 struct Node {
@@ -42,11 +45,12 @@ struct DirEntry {
 
 class Tree {
 public:
+    // `model_safetensors`: whether the root shows model.safetensors (a ModelExport that is available).
     // Throws InvalidSource when two tensors would get the same directory name or a name is empty. `catalog` must
     // outlive the tree.
-    explicit Tree(const Catalog& catalog);
+    explicit Tree(const Catalog& catalog, bool model_safetensors = false);
 
-    // Inode numbers encode the node, so no table is needed: 1 root, 2..5 fixed entries, then 8 per tensor.
+    // Inode numbers encode the node, so no table is needed: 1 root, 2..6 fixed entries, then 8 per tensor.
     static std::uint64_t inode_of(Node node);
     std::optional<Node> node_of(std::uint64_t inode) const;
 
@@ -67,6 +71,7 @@ private:
     std::optional<std::uint32_t> tensor_of_directory(std::string_view name) const;
 
     const Catalog& catalog_;  // outlives the tree
+    std::vector<DirEntry> root_entries_;   // the root's own entries, before the tensors
     // The directory names that are not the tensor's own name (escaped or cut), by tensor: most tensors have none,
     // so a tree of a million tensors holds no second copy of their names.
     std::unordered_map<std::uint32_t, std::string> renamed_;

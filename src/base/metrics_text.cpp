@@ -119,7 +119,12 @@ void add_histogram(Exposition& out, const LatencyHistogram& histogram, const std
 std::string render(const Stats& stats, bool widest) {
     Exposition out(stats.mountpoint, widest);
     const std::pair<const char*, const FileKindCounters*> files[] = {
-        {"raw", &stats.raw}, {"dequant.f32", &stats.dequant_f32}, {"dequant.npy", &stats.dequant_npy},
+        {"raw", &stats.raw},
+        {"dequant.f32", &stats.dequant_f32},
+        {"dequant.npy", &stats.dequant_npy},
+        {"dequant.bf16", &stats.dequant_bf16},
+        {"dequant.f16", &stats.dequant_f16},
+        {"model.safetensors", &stats.model_safetensors},
         {"json", &stats.json}};
     out.family("reads_total", "counter", "Read requests answered, by the file read.");
     for (const auto& [file, counters] : files) out.count("reads_total", label("file", file), counters->reads.get());
@@ -135,10 +140,12 @@ std::string render(const Stats& stats, bool widest) {
     out.count("reply_errors_total", "", stats.reply_errors.get());
 
     out.family("read_duration_seconds", "histogram",
-               "Time from a read request's arrival to its reply: raw, the dequant views, the JSON files.");
+               "Time from a read request's arrival to its reply: raw, the dequant views, the JSON files, "
+               "model.safetensors.");
     add_histogram(out, stats.raw_read_latency, "raw");
     add_histogram(out, stats.dequant_read_latency, "dequant");
     add_histogram(out, stats.meta_read_latency, "meta");
+    add_histogram(out, stats.model_read_latency, "model");
 
     const std::pair<const char*, const char*> cache_help[] = {
         {"cache_hits_total", "Chunk lookups of the decode cache that found the chunk (waits included)."},

@@ -15,6 +15,7 @@ int validate_command(const Arguments& args);
 int ls_command(const Arguments& args);
 int info_command(const Arguments& args);
 int cat_command(const Arguments& args);
+int convert_command(const Arguments& args);
 int stats_command(const Arguments& args);
 
 // Prints the one line `tensorfs: MESSAGE; try 'tensorfs --help'`; returns 1.

@@ -12,9 +12,10 @@
 namespace tensorfs::cli {
 namespace {
 
-// model.json's keys with the figures inserted after "total_nbytes".
+// model.json's keys (as a mount with the default options shows it) with the figures inserted after "total_nbytes".
 nlohmann::ordered_json info_json(const LoadedSource& source, const ModelFigures& figures) {
-    const nlohmann::ordered_json model = model_meta(source.catalog, source.tree);
+    const ModelExport model_export(source.catalog, ExportDtype::Keep);
+    const nlohmann::ordered_json model = model_meta(source.catalog, source.tree, &model_export);
     nlohmann::ordered_json info;
     for (const auto& [key, value] : model.items()) {
         info[key] = value;

@@ -23,14 +23,18 @@ constexpr const char* kUsage =
     "       tensorfs ls SOURCE [--json] [--cache-dir DIR]\n"
     "       tensorfs info SOURCE [--json] [--cache-dir DIR]\n"
     "       tensorfs cat SOURCE TENSOR [--raw | --f32 | --npy] [--cache-dir DIR]\n"
+    "       tensorfs convert SOURCE OUT.safetensors [--dtype keep|bf16|f16|f32] [--cache-dir DIR]\n"
     "       tensorfs validate SOURCE [--cache-dir DIR]\n"
     "       tensorfs stats MOUNTPOINT [--json | --prometheus]\n"
     "       tensorfs --help | --version\n"
     "\n"
     "SOURCE is a .safetensors file, a .safetensors.index.json, a .gguf file (or any part of a split set), or a\n"
     "folder holding one of those; or such a file at an http(s):// URL, or hf://ORG/REPO[@REVISION][/PATH] on the\n"
-    "Hugging Face Hub (token: $HF_TOKEN), read by range requests through a disk cache. Every tensor becomes a\n"
-    "folder with raw, meta.json, dequant.f32, dequant.npy.\n"
+    "Hugging Face Hub (token: $HF_TOKEN), or s3://BUCKET/KEY or s3://BUCKET/PREFIX/ in an S3 store (keys, region\n"
+    "and endpoint as the AWS CLI reads them: AWS_* variables, ~/.aws/credentials, ~/.aws/config), read by range\n"
+    "requests through a disk cache. Every tensor becomes a folder with raw, meta.json, dequant.f32, dequant.npy,\n"
+    "dequant.bf16 and dequant.f16; the root also holds model.json and model.safetensors, the whole model as one\n"
+    "safetensors file.\n"
     "\n"
     "commands:\n"
     "  mount     mount SOURCE read-only at MOUNTPOINT; returns once the mount is ready\n"
@@ -40,6 +44,8 @@ constexpr const char* kUsage =
     "            (--json: model.json plus parameter_count, bits_per_weight, dtypes)\n"
     "  cat       one tensor to stdout (not to a terminal): --f32 its dequant.f32 (the default), --npy its\n"
     "            dequant.npy, --raw its stored bytes; TENSOR is the tensor's name or its folder's name\n"
+    "  convert   write the bytes a mount shows as model.safetensors to OUT.safetensors (--dtype: as\n"
+    "            -o export_dtype=); a progress line on a terminal; OUT appears only when complete\n"
     "  validate  check every header rule; one line per problem\n"
     "  stats     the live counters of a mount (--json: .tensorfs/stats.json as it is; --prometheus:\n"
     "            .tensorfs/metrics, Prometheus' text format, for node_exporter's textfile collector)\n"
@@ -51,6 +57,9 @@ constexpr const char* kUsage =
     "  -o OPT[,OPT...]    tensorfs's own options, libfuse's (below) and the usual mount(8) ones:\n"
     "                       cache_size=SIZE   decoded chunks kept in memory (K, M, G, T suffixes)\n"
     "                       threads=N         threads serving reads (1 to 1024)\n"
+    "                       export_dtype=D    model.safetensors: keep (every dtype safetensors has; ggml\n"
+    "                                         quants as F32, the default), or bf16, f16, f32 for every\n"
+    "                                         floating tensor (integers and bools keep theirs)\n"
     "                       cache_dir=DIR     remote sources' disk cache (default $XDG_CACHE_HOME/tensorfs)\n"
     "                       disk_cache_size=SIZE  the most it holds (default 10G; 0: no disk cache)\n"
     "                       dev, nodev, suid, nosuid, exec, noexec, atime, noatime, sync, async, dirsync\n"
@@ -59,8 +68,8 @@ constexpr const char* kUsage =
     "                       strictatime, nodiratime, lazytime: accepted, changing nothing\n"
     "  --cache-size SIZE  same as -o cache_size=SIZE\n"
     "  --threads N        same as -o threads=N\n"
-    "  --cache-dir DIR, --disk-cache-size SIZE   same as -o cache_dir=DIR, disk_cache_size=SIZE; ls, info, cat\n"
-    "                     and validate take them too\n"
+    "  --cache-dir DIR, --disk-cache-size SIZE   same as -o cache_dir=DIR, disk_cache_size=SIZE; ls, info, cat,\n"
+    "                     convert and validate take them too\n"
     "\n"
     "exit status: 0 success, 1 invalid source or usage, 2 the mount itself failed.\n"
     "\n"
@@ -98,6 +107,7 @@ int run(const Arguments& all) {
     if (first == "ls") return ls_command(rest);
     if (first == "info") return info_command(rest);
     if (first == "cat") return cat_command(rest);
+    if (first == "convert") return convert_command(rest);
     if (first == "stats") return stats_command(rest);
     // `tensorfs SOURCE MOUNTPOINT [-o ...]`, the form mount(8) and fstab use.
     if (!first.starts_with("-") && !path_exists(first) && !is_remote_source(first)) {

@@ -52,6 +52,10 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
             const auto size = parse_size(option.substr(11));
             if (!size) return "bad cache_size '" + std::string(option.substr(11)) + "' (e.g. 512M, 2G)";
             options.cache_size = *size;
+        } else if (option.starts_with("export_dtype=")) {
+            const auto dtype = export_dtype_named(option.substr(13));
+            if (!dtype) return "bad export_dtype '" + std::string(option.substr(13)) + "' (keep, bf16, f16 or f32)";
+            options.export_dtype = *dtype;
         } else if (option.starts_with("threads=")) {
             const auto threads = parse_threads(option.substr(8));
             if (!threads) return "bad threads '" + std::string(option.substr(8)) + "' (1 to 1024)";

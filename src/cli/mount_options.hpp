@@ -9,9 +9,10 @@
 
 namespace tensorfs::cli {
 
-// Takes out tensorfs's own options (cache_size=, threads=, cache_dir=, disk_cache_size=), drops the ones that mean nothing for a read-only
-// FUSE mount (ro, rw, defaults, noauto, nofail, _netdev, x-*, relatime, ...) and hands the rest to libfuse,
-// refusing any that libfuse does not take either. Returns an error message, or an empty string.
+// Takes out tensorfs's own options (cache_size=, threads=, export_dtype=, cache_dir=, disk_cache_size=), drops
+// the ones that mean nothing for a read-only FUSE mount (ro, rw, defaults, noauto, nofail, _netdev, x-*,
+// relatime, ...) and hands the rest to libfuse, refusing any that libfuse does not take either. Returns an error
+// message, or an empty string.
 std::string take_option_list(std::string_view list, MountOptions& options);
 
 // 1 to 1024.

@@ -159,11 +159,10 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     count_reply(fs, fuse_reply_open(req, fi));
 }
 
-// raw: straight from the mapping of the source, so the kernel copies the bytes once, from the page cache into
-// the reply (measured as fast as pread into a buffer and a reply from it, without that extra copy); read into
-// a buffer when the file is not mapped (remote files).
-void reply_raw(fuse_req_t req, Filesystem& fs, std::uint32_t tensor, std::uint64_t offset, std::size_t size) {
-    const Content::FileSlice slice = fs.content.raw_slice(tensor, offset, size);
+// raw (and a view in the tensor's own encoding): straight from the mapping of the source, so the kernel copies
+// the bytes once, from the page cache into the reply (measured as fast as pread into a buffer and a reply from
+// it, without that extra copy); read into a buffer when the file is not mapped (remote files).
+void reply_from_source(fuse_req_t req, Filesystem& fs, const Content::FileSlice& slice) {
     if (const char* mapped = fs.files.mapped(slice.file, slice.offset, slice.length)) {
         count_reply(fs, fuse_reply_buf(req, mapped, slice.length));
         fs.files.forget_mapped(slice.file, slice.offset, slice.length);
@@ -186,9 +185,10 @@ LatencyHistogram* read_latency_of(Stats& stats, NodeKind kind) {
         case NodeKind::Raw: return &stats.raw_read_latency;
         case NodeKind::ModelJson:
         case NodeKind::MetaJson: return &stats.meta_read_latency;
+        case NodeKind::ModelSafetensors: return &stats.model_read_latency;
         case NodeKind::StatsJson:
         case NodeKind::Metrics: return nullptr;
-        default: return &stats.dequant_read_latency;
+        default: return &stats.dequant_read_latency;  // dequant.f32, .npy, .bf16, .f16
     }
 }
 
@@ -198,7 +198,9 @@ void serve_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, std::chr
     if (!node) return (void)fuse_reply_err(req, ENOENT);
     answer(req, [&] {
         if (off < 0) return (void)fuse_reply_err(req, EINVAL);
-        if (node->kind == NodeKind::Raw) return reply_raw(req, fs, node->tensor, static_cast<std::uint64_t>(off), size);
+        if (const auto slice = fs.content.source_slice(*node, static_cast<std::uint64_t>(off), size)) {
+            return reply_from_source(req, fs, *slice);
+        }
         ReadPieces pieces;
         fs.content.read_pieces(*node, static_cast<std::uint64_t>(off), size, pieces);
         const auto& iov = pieces.iov();
@@ -212,12 +214,15 @@ void serve_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, std::chr
     }
 }
 
-// Whether a read of `raw` is a copy of a few pages already in the page cache, which the loop's thread may answer
-// itself: handing 4 KiB random reads to a worker cost a third of their speed (a thread more to wake for each).
-// Anything that could wait (a page still on disk, a remote source, a decode) goes to the workers.
-bool is_quick_raw_read(Filesystem& fs, std::uint32_t tensor, off_t off, size_t size) {
+// Whether a read of a file served from the source (raw, or a view in the tensor's own encoding) is a copy of a few
+// pages already in the page cache, which the loop's thread may answer itself: handing 4 KiB random reads to a
+// worker cost a third of their speed (a thread more to wake for each). Anything that could wait (a page still on
+// disk, a remote source, a decode) goes to the workers.
+bool is_quick_source_read(Filesystem& fs, Node node, off_t off, size_t size) {
     if (off < 0 || size > kLargestQuickRead) return false;
-    const Content::FileSlice slice = fs.content.raw_range(tensor, static_cast<std::uint64_t>(off), size);
+    const auto served = fs.content.source_range(node, static_cast<std::uint64_t>(off), size);
+    if (!served) return false;
+    const Content::FileSlice& slice = *served;
     if (slice.length == 0) return true;  // at or past the end: an empty reply
     try {
         // nullptr: a remote source, or a file that could not be mapped.
@@ -235,15 +240,15 @@ bool is_quick_raw_read(Filesystem& fs, std::uint32_t tensor, off_t off, size_t s
     }
 }
 
-// Reads go to the read workers when there are some (read_workers.hpp says why), but for quick ones of `raw`; the
-// loop's thread answers the rest.
+// Reads go to the read workers when there are some (read_workers.hpp says why), but for quick ones of the source's
+// bytes; the loop's thread answers the rest.
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
     const auto arrived = std::chrono::steady_clock::now();
     count(req, FuseRequest::Read);
     Filesystem& fs = filesystem_of(req);
     if (fs.read_workers != nullptr) {
         const auto node = fs.tree.node_of(ino);
-        const bool quick = node && node->kind == NodeKind::Raw && is_quick_raw_read(fs, node->tensor, off, size);
+        const bool quick = node && is_quick_source_read(fs, *node, off, size);
         if (!quick) return fs.read_workers->run([=] { serve_read(req, ino, size, off, arrived); });
     }
     serve_read(req, ino, size, off, arrived);
@@ -328,7 +333,7 @@ void op_statfs(fuse_req_t req, fuse_ino_t) {
     st.f_bsize = 4096;
     st.f_frsize = 4096;
     st.f_blocks = (fs.total_bytes + 4095) / 4096;
-    st.f_files = 4 + fs.tree.tensor_count() * 5;
+    st.f_files = 2 + fs.tree.child_count(Node{NodeKind::Root}) + fs.tree.tensor_count() * 6;
     st.f_namemax = 255;
     st.f_flag = ST_RDONLY;
     count_reply(fs, fuse_reply_statfs(req, &st));

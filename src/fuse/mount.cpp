@@ -73,19 +73,22 @@ int run_mount(const MountOptions& options) {
     // First: the remote layer counts into it from the moment the source is opened.
     Stats stats;
     std::unique_ptr<Catalog> catalog;
+    std::unique_ptr<ModelExport> model_export;
     std::unique_ptr<Tree> tree;
     std::unique_ptr<SourceFiles> files;
     try {
         SourceOptions source_options = options.source_options;
         source_options.counters = stats.remote;
         catalog = std::make_unique<Catalog>(open_catalog(options.source, source_options));
-        tree = std::make_unique<Tree>(*catalog);
+        model_export = std::make_unique<ModelExport>(*catalog, options.export_dtype);
+        tree = std::make_unique<Tree>(*catalog, model_export->available());
         files = std::make_unique<SourceFiles>(*catalog);
     } catch (const InvalidSource& invalid) {
         for (const auto& problem : invalid.problems()) std::fprintf(stderr, "%s\n", problem.line().c_str());
         return 1;
     }
-    Content content(*catalog, *tree, *files, stats, options.cache_size ? options.cache_size : kDefaultCacheBudget);
+    Content content(*catalog, *tree, *files, stats, options.cache_size ? options.cache_size : kDefaultCacheBudget,
+                    model_export.get());
     // Parsing the headers took several times the memory the tree keeps (a 100,000-tensor mount: 58 MB, 28 MB
     // after this): give the freed pages back before the daemon forks and serves for days.
     ::malloc_trim(0);

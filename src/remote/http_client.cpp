@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "url.hpp"
+#include "xml.hpp"
 
 namespace tensorfs::remote {
 namespace {
@@ -37,7 +38,14 @@ bool is_redirect(long status) {
     return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
 }
 
-bool is_transient_status(long status) { return status == 429 || (status >= 500 && status <= 599); }
+// 5xx (S3's SlowDown among them), 429, and S3's "RequestTimeout" (400: the connection sat idle too long).
+bool is_transient_status(const Response& response) {
+    return response.status == 429 || (response.status >= 500 && response.status <= 599) ||
+           response.error_code == "SlowDown" || response.error_code == "RequestTimeout";
+}
+
+// SHA-256 of an empty payload: what S3 wants in x-amz-content-sha256 for a request without a body.
+constexpr const char* kEmptyPayloadSha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 // Failures that another try may not meet: the connection broke, timed out or came back empty.
 bool is_transient(CURLcode code) {
@@ -132,6 +140,8 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
         response.link = trimmed(line.substr(5));
     } else if (header_is(line, "x-error-message")) {
         response.error_message = trimmed(line.substr(16));
+    } else if (header_is(line, "x-amz-bucket-region")) {
+        response.bucket_region = trimmed(line.substr(20));
     }
     return size * count;
 }
@@ -158,6 +168,36 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
     }
     response.body_bytes += length;
     return length;
+}
+
+// S3 (and the stores that speak its protocol) say why they refused in an XML body:
+// <Error><Code>NoSuchKey</Code><Message>...</Message>...</Error>. Other bodies are left as they are.
+void read_error_body(Response& response) {
+    const std::size_t start = response.body.find_first_not_of(" \t\r\n");
+    if (start == std::string::npos || response.body[start] != '<') return;
+    try {
+        const XmlElement error = parse_xml(response.body);
+        if (error.name != "Error") return;
+        response.error_code = error.child_text("Code").value_or("");
+        if (response.error_message.empty()) response.error_message = error.child_text("Message").value_or("");
+        if (response.bucket_region.empty()) response.bucket_region = error.child_text("Region").value_or("");
+    } catch (const XmlError&) {
+        // Not S3's error document (or cut at kErrorBodyBytes): the status says it all.
+    }
+}
+
+// Has libcurl sign the request. libcurl 7.88 signs the path and the query exactly as the URL gives them (callers
+// write them in canonical form: s3.cpp) and every header added here, but adds no x-amz-content-sha256, which S3
+// wants; given one, it signs the request with that payload hash.
+void sign_for_aws(CURL* handle, const AwsSigning& aws, curl_slist*& headers) {
+    const std::string provider = "aws:amz:" + aws.region + ":s3";
+    curl_easy_setopt(handle, CURLOPT_AWS_SIGV4, provider.c_str());
+    curl_easy_setopt(handle, CURLOPT_USERNAME, aws.access_key.c_str());
+    curl_easy_setopt(handle, CURLOPT_PASSWORD, aws.secret_key.c_str());
+    headers = curl_slist_append(headers, (std::string("x-amz-content-sha256: ") + kEmptyPayloadSha256).c_str());
+    if (!aws.session_token.empty()) {
+        headers = curl_slist_append(headers, ("x-amz-security-token: " + aws.session_token).c_str());
+    }
 }
 
 // Retry-After as seconds or an HTTP date; 0 when absent or unreadable.
@@ -207,6 +247,7 @@ std::string Response::status_text() const {
     std::string text = "HTTP " + std::to_string(status);
     const std::string words = reason.empty() ? usual_reason(status) : reason;
     if (!words.empty()) text += " " + words;
+    if (!error_code.empty()) return error_code + (error_message.empty() ? "" : ": " + error_message) + " (" + text + ")";
     if (!error_message.empty()) text += ": " + error_message;
     return text;
 }
@@ -299,7 +340,10 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
         curl_slist* headers = nullptr;
         for (const auto& header : request.headers) headers = curl_slist_append(headers, header.c_str());
         for (const auto& credentials : credentials_) {
-            if (credentials.origin == origin) {
+            if (credentials.origin != origin) continue;
+            if (credentials.aws) {
+                sign_for_aws(handle, *credentials.aws, headers);
+            } else {
                 headers = curl_slist_append(headers, ("Authorization: " + credentials.authorization).c_str());
             }
         }
@@ -345,7 +389,8 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
 
         Response& response = transfer.response;
         if (response.overflow) return response;  // the caller says what a body longer than asked for means
-        const bool transient = code != CURLE_OK ? is_transient(code) : is_transient_status(response.status);
+        if (code == CURLE_OK && !response.ok()) read_error_body(response);
+        const bool transient = code != CURLE_OK ? is_transient(code) : is_transient_status(response);
         if (!transient || attempt == kMaxAttempts) {
             if (code != CURLE_OK) throw HttpError(describe_failure(code, detail));
             if (is_redirect(response.status) && !transfer.location.empty()) {

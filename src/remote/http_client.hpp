@@ -15,11 +15,21 @@
 
 namespace tensorfs::remote {
 
-// A secret sent as the Authorization header to one origin ("https://host:443") and never to any other, not even
-// one that this origin redirects to.
+// Long-term or temporary AWS credentials, with which libcurl signs each request (AWS Signature Version 4, for
+// the S3 service in `region`).
+struct AwsSigning {
+    std::string region;
+    std::string access_key;
+    std::string secret_key;
+    std::string session_token;  // temporary credentials only; sent (signed) as x-amz-security-token
+};
+
+// What requests to one origin ("https://host:443") carry to prove who sends them, and to that origin only, never
+// to one it redirects to: an Authorization header (the Hub's bearer token), or an AWS signature.
 struct Credentials {
     std::string origin;
-    std::string authorization;  // the header's value, e.g. "Bearer hf_..."
+    std::string authorization;        // the header's value, e.g. "Bearer hf_..."; empty when `aws` signs instead
+    std::optional<AwsSigning> aws;
 };
 
 struct Request {
@@ -43,13 +53,16 @@ struct Response {
     std::string last_modified;
     std::string content_range;   // e.g. "bytes 0-99/1234"
     std::string link;            // Link header (pagination)
-    std::string error_message;   // X-Error-Message, which the Hub uses to say why it refused
+    std::string error_message;   // why it refused: X-Error-Message (the Hub), or <Message> of an S3 error body
+    std::string error_code;      // <Code> of an S3 error body ("NoSuchKey", "AccessDenied"...)
+    std::string bucket_region;   // where S3 says the bucket is (x-amz-bucket-region, or <Region> of its error)
     std::uint64_t body_bytes = 0;
     bool overflow = false;       // the body was longer than the room given, so the transfer was cut
     std::string body;            // the body when no buffer was given; the start of an error's body otherwise
 
     bool ok() const { return status >= 200 && status < 300; }
-    // "HTTP 404 Not Found" (and the server's own message when it gave one).
+    // "HTTP 404 Not Found" (and the server's own message when it gave one), or with an S3 error code
+    // "NoSuchKey: The specified key does not exist. (HTTP 404 Not Found)".
     std::string status_text() const;
     // The total size from Content-Range ("bytes a-b/N" or "bytes */N"), if any.
     std::optional<std::uint64_t> total_size() const;

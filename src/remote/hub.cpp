@@ -159,14 +159,11 @@ std::vector<std::string> HubFolder::list() const {
             refuse(name(), std::string(error.what()) + " (" + without_credentials(url) + ")");
         }
         const std::string answered = " (" + without_credentials(response.url) + ")";
-        if (response.status == 401 || response.status == 403) {
-            refuse(name(), response.status_text() + answered + ": " + context_->refusal_hint());
-        }
         if (response.status == 404) {
             refuse(name(), "no such repository, revision or folder on the Hub: " + response.status_text() + answered);
         }
         if (response.overflow) refuse(name(), "the Hub's listing is larger than 64 MiB" + answered);
-        if (!response.ok()) refuse(name(), response.status_text() + answered);
+        if (!response.ok()) refuse(name(), context_->refusal(response));
         const auto listing = nlohmann::json::parse(response.body, nullptr, false);
         if (listing.is_discarded() || !listing.is_array()) {
             refuse(name(), "the Hub's listing is not a JSON array of entries" + answered);

@@ -9,11 +9,11 @@ constexpr std::size_t kRecentBytes = std::size_t{128} << 20;
 }  // namespace
 
 RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentials> credentials,
-                             std::string refusal_hint)
+                             ExplainRefusal explain)
     : counters_(options.counters != nullptr ? options.counters : std::make_shared<RemoteCounters>()),
       http_(*counters_, std::move(credentials)),
       disk_(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir, options.disk_cache_size),
-      refusal_hint_(std::move(refusal_hint)) {}
+      explain_(std::move(explain)) {}
 
 bool RemoteContext::has_or_fetching(std::uint64_t serial, std::uint64_t index) {
     const Key key{serial, index};

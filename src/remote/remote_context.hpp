@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <list>
 #include <map>
@@ -21,15 +22,18 @@
 
 namespace tensorfs::remote {
 
+// The line that tells a user why a server refused a request: the server's reason (HTTP status, S3's error code),
+// where it came from, and what to do about it (set HF_TOKEN, check the AWS credentials...).
+using ExplainRefusal = std::function<std::string(const Response&)>;
+
 class RemoteContext {
 public:
-    // `refusal_hint`: what a user should do when the server refuses the credentials (names HF_TOKEN for the Hub).
-    RemoteContext(const SourceOptions& options, std::vector<Credentials> credentials, std::string refusal_hint);
+    RemoteContext(const SourceOptions& options, std::vector<Credentials> credentials, ExplainRefusal explain);
 
     HttpClient& http() { return http_; }
     DiskCache& disk() { return disk_; }
     RemoteCounters& counters() { return *counters_; }
-    const std::string& refusal_hint() const { return refusal_hint_; }
+    std::string refusal(const Response& response) const { return explain_(response); }
 
     // A number for each object, naming it in the keys below.
     std::uint64_t next_serial() { return serial_.fetch_add(1); }
@@ -49,7 +53,7 @@ private:
     std::shared_ptr<RemoteCounters> counters_;
     HttpClient http_;
     DiskCache disk_;
-    std::string refusal_hint_;
+    ExplainRefusal explain_;
     std::atomic<std::uint64_t> serial_{0};
 
     std::mutex mutex_;

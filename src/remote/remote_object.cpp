@@ -85,12 +85,11 @@ std::shared_ptr<RemoteObject> RemoteObject::open(std::shared_ptr<RemoteContext> 
             break;
         case 404:
         case 410:
-            return nullptr;
-        case 401:
-        case 403:
-            refuse(name, response.status_text() + " (" + answered_by + "): " + context->refusal_hint());
+            // Not there; unless the server names another cause (S3's NoSuchBucket), which is not a missing file.
+            if (response.error_code.empty() || response.error_code == "NoSuchKey") return nullptr;
+            refuse(name, context->refusal(response));
         default:
-            refuse(name, response.status_text() + " (" + answered_by + ")");
+            refuse(name, context->refusal(response));
     }
     head.resize(static_cast<std::size_t>(response.body_bytes));
     identity.etag = response.etag;

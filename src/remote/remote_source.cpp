@@ -4,11 +4,11 @@
 #include <pwd.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdlib>
 
 #include "hub.hpp"
 #include "remote_context.hpp"
+#include "s3.hpp"
 #include "tensorfs/errors.hpp"
 #include "url.hpp"
 #include "url_folder.hpp"
@@ -16,21 +16,11 @@
 namespace tensorfs {
 namespace {
 
-// What an hf:// PATH names as a file rather than a folder (the Hub's listing tells folders only).
-constexpr std::array<std::string_view, 6> kFileSuffixes = {".safetensors", ".gguf", ".json", ".bin", ".pt", ".pth"};
-
-bool names_a_file(const std::string& path) {
-    for (const auto suffix : kFileSuffixes) {
-        if (path.ends_with(suffix)) return true;
-    }
-    return false;
-}
-
 std::shared_ptr<remote::RemoteContext> context_for(const std::string& source, const SourceOptions& options) {
     const std::string endpoint = remote::hub_endpoint();
     const auto token = remote::hub_token();
     std::vector<remote::Credentials> credentials;
-    if (token) credentials.push_back({remote::origin_of(endpoint), "Bearer " + *token});
+    if (token) credentials.push_back({remote::origin_of(endpoint), "Bearer " + *token, std::nullopt});
     const bool hub = source.starts_with("hf://") || remote::origin_of(source) == remote::origin_of(endpoint);
     std::string hint;
     if (hub) {
@@ -40,7 +30,12 @@ std::shared_ptr<remote::RemoteContext> context_for(const std::string& source, co
     } else {
         hint = "the server wants credentials (put them in ~/.netrc for its host)";
     }
-    return std::make_shared<remote::RemoteContext>(options, std::move(credentials), std::move(hint));
+    auto explain = [hint](const remote::Response& response) {
+        std::string text = response.status_text() + " (" + remote::without_credentials(response.url) + ")";
+        if (response.status == 401 || response.status == 403) text += ": " + hint;
+        return text;
+    };
+    return std::make_shared<remote::RemoteContext>(options, std::move(credentials), std::move(explain));
 }
 
 }  // namespace
@@ -58,7 +53,8 @@ std::filesystem::path default_cache_dir() {
 }
 
 bool is_remote_source(const std::string& source) {
-    return source.starts_with("http://") || source.starts_with("https://") || source.starts_with("hf://");
+    return source.starts_with("http://") || source.starts_with("https://") || source.starts_with("hf://") ||
+           source.starts_with("s3://");
 }
 
 std::string shown_source(const std::string& source) {
@@ -66,10 +62,11 @@ std::string shown_source(const std::string& source) {
 }
 
 ResolvedSource resolve_remote(const std::string& source, const SourceOptions& options) {
+    if (source.starts_with("s3://")) return remote::resolve_s3(source, options);
     if (source.starts_with("hf://")) {
         remote::HubAddress address = remote::parse_hub_address(source);
         std::string file;
-        if (names_a_file(address.path)) {
+        if (remote::names_a_file(address.path)) {
             const std::size_t slash = address.path.rfind('/');
             file = slash == std::string::npos ? address.path : address.path.substr(slash + 1);
             address.path = slash == std::string::npos ? std::string() : address.path.substr(0, slash);

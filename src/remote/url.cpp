@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <stdexcept>
 
@@ -27,6 +28,8 @@ std::string part(CURLU* url, CURLUPart which, unsigned flags = 0) {
     curl_free(text);
     return value;
 }
+
+constexpr std::array<std::string_view, 6> kFileSuffixes = {".safetensors", ".gguf", ".json", ".bin", ".pt", ".pth"};
 
 }  // namespace
 
@@ -92,6 +95,11 @@ std::string percent_decode(std::string_view text) {
         }
     }
     return out;
+}
+
+bool names_a_file(std::string_view path) {
+    return std::any_of(kFileSuffixes.begin(), kFileSuffixes.end(),
+                       [&](std::string_view suffix) { return path.ends_with(suffix); });
 }
 
 }  // namespace tensorfs::remote

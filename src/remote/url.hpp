@@ -23,4 +23,8 @@ std::string percent_encode(std::string_view text, std::string_view keep = "");
 // Decodes %XX sequences; anything else is kept as it is.
 std::string percent_decode(std::string_view text);
 
+// Whether a path in a remote store (a Hub repo, a bucket) names a file that tensorfs mounts, by its suffix
+// (.safetensors, .gguf, .json, .bin, .pt, .pth), rather than a folder: their listings tell folders only.
+bool names_a_file(std::string_view path);
+
 }  // namespace tensorfs::remote

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <thread>
 
+#include "tensorfs/f32_to_16.hpp"
+
 namespace tensorfs {
 namespace {
 
@@ -14,6 +16,10 @@ constexpr std::uint64_t kChunksPerBudget = 16;
 // How far ahead of a sequential reader chunks are decoded, and how many such decodes may wait in the queue.
 constexpr std::uint64_t kChunksAhead = 2;
 constexpr std::size_t kMaxQueuedAhead = 4;
+
+// A 16-bit view decodes this many values at a time into a float32 buffer that stays in the L1 cache, and rounds
+// them from there.
+constexpr std::uint64_t kNarrowedAtOnce = 4096;
 
 unsigned ahead_threads() {
     // One per two cores: the reader and the FUSE threads need the others.
@@ -34,7 +40,7 @@ DequantReader::DequantReader(const Catalog& catalog, const SourceFiles& files, S
       stats_(stats),
       chunk_bytes_(chunk_bytes_for_budget(cache_budget)),
       cache_(cache_budget, chunk_bytes_, stats),
-      next_chunk_(std::make_unique<std::atomic<std::uint64_t>[]>(catalog.tensors.size())),
+      next_chunk_(std::make_unique<std::atomic<std::uint64_t>[]>(catalog.tensors.size() * kValueViewCount)),
       ahead_(ahead_threads(), kMaxQueuedAhead) {
     stats_.cache_budget = cache_budget;
     stats_.cache_chunk_bytes = chunk_bytes_;
@@ -57,76 +63,93 @@ Counter& DequantReader::decoded_bytes_of(const TypeTraits& type) {
     return stats_.bytes_decoded;  // unreachable: every dtype with a dequant was registered at construction
 }
 
-std::uint64_t DequantReader::chunk_elements(const Tensor& tensor) const {
+std::uint64_t DequantReader::chunk_elements(const Tensor& tensor, ValueView view) const {
     const std::uint64_t block = tensor.type->block_elements;
-    return std::max<std::uint64_t>(1, chunk_bytes_ / 4 / block) * block;
+    return std::max<std::uint64_t>(1, chunk_bytes_ / bytes_per_value(view) / block) * block;
 }
 
-std::uint64_t DequantReader::chunk_count(const Tensor& tensor) const {
-    const std::uint64_t per_chunk = chunk_elements(tensor);
+std::uint64_t DequantReader::chunk_count(const Tensor& tensor, ValueView view) const {
+    const std::uint64_t per_chunk = chunk_elements(tensor, view);
     return (tensor.elements + per_chunk - 1) / per_chunk;
 }
 
-std::size_t DequantReader::chunk_size(const Tensor& tensor, std::uint64_t index) const {
-    const std::uint64_t per_chunk = chunk_elements(tensor);
+std::size_t DequantReader::chunk_size(const Tensor& tensor, ValueView view, std::uint64_t index) const {
+    const std::uint64_t per_chunk = chunk_elements(tensor, view);
     const std::uint64_t first = index * per_chunk;
-    return static_cast<std::size_t>(std::min(per_chunk, tensor.elements - first) * 4);
+    return static_cast<std::size_t>(std::min(per_chunk, tensor.elements - first) * bytes_per_value(view));
 }
 
-void DequantReader::decode(std::uint32_t index, std::uint64_t chunk, float* values) {
+void DequantReader::decode(std::uint32_t index, ValueView view, std::uint64_t chunk, float* values) {
     const Tensor& tensor = catalog_.tensors[index];
     const TypeTraits& type = *tensor.type;
-    const std::uint64_t first_block = chunk * (chunk_elements(tensor) / type.block_elements);
-    const std::uint64_t blocks = chunk_size(tensor, chunk) / 4 / type.block_elements;
+    const std::uint64_t first_block = chunk * (chunk_elements(tensor, view) / type.block_elements);
+    const std::uint64_t blocks = chunk_size(tensor, view, chunk) / bytes_per_value(view) / type.block_elements;
 
     thread_local std::vector<std::uint8_t> stored;
     stored.resize(blocks * type.block_bytes);
     files_.read_of_tensor(tensor, tensor.offset + first_block * type.block_bytes, stored.size(), stored.data());
 
     const auto started = std::chrono::steady_clock::now();
-    active_kernel(type)(stored.data(), blocks, values);
+    const DequantKernel kernel = active_kernel(type);
+    if (view == ValueView::F32) {
+        kernel(stored.data(), blocks, values);
+    } else {
+        const NarrowKernel narrow = view == ValueView::BF16 ? active_bf16_kernel() : active_f16_kernel();
+        auto* narrowed = reinterpret_cast<std::uint16_t*>(values);
+        const std::uint64_t blocks_at_once = std::max<std::uint64_t>(1, kNarrowedAtOnce / type.block_elements);
+        thread_local std::vector<float> decoded;
+        decoded.resize(blocks_at_once * type.block_elements);
+        for (std::uint64_t block = 0; block < blocks; block += blocks_at_once) {
+            const std::uint64_t count = std::min(blocks_at_once, blocks - block);
+            kernel(stored.data() + block * type.block_bytes, count, decoded.data());
+            narrow(decoded.data(), count * type.block_elements, narrowed + block * type.block_elements);
+        }
+    }
     const auto elapsed = std::chrono::steady_clock::now() - started;
     stats_.decode_nanoseconds.add(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
     stats_.bytes_decoded.add(blocks * type.block_elements * 4);
     decoded_bytes_of(type).add(blocks * type.block_elements * 4);
 }
 
-ChunkCache::Fill DequantReader::decoder(std::uint32_t tensor, std::uint64_t chunk) {
-    return [this, tensor, chunk](float* values) { decode(tensor, chunk, values); };
+ChunkCache::Fill DequantReader::decoder(std::uint32_t tensor, ValueView view, std::uint64_t chunk) {
+    return [this, tensor, view, chunk](float* values) { decode(tensor, view, chunk, values); };
 }
 
 void DequantReader::read_pieces(std::uint32_t index, std::uint64_t offset, std::size_t length,
-                                std::vector<Piece>& pieces) {
+                                std::vector<Piece>& pieces, ValueView view) {
     if (length == 0) return;
     const Tensor& tensor = catalog_.tensors[index];
-    const std::uint64_t chunk_stride = chunk_elements(tensor) * 4;
+    const std::uint64_t chunk_stride = chunk_elements(tensor, view) * bytes_per_value(view);
     const std::uint64_t first = offset / chunk_stride;
     const std::uint64_t last = (offset + length - 1) / chunk_stride;
+    const auto key = [&](std::uint64_t chunk) { return ChunkKey{index, chunk, static_cast<std::uint8_t>(view)}; };
 
-    const std::uint64_t expected = next_chunk_[index].exchange(last + 1, std::memory_order_relaxed);
+    const std::uint64_t expected = next_chunk_[index * kValueViewCount + static_cast<std::size_t>(view)].exchange(
+        last + 1, std::memory_order_relaxed);
     const bool sequential = first == expected || first + 1 == expected;
-    if (sequential) decode_ahead_of(index, last);
+    if (sequential) decode_ahead_of(index, view, last);
 
     for (std::uint64_t chunk = first; chunk <= last; ++chunk) {
         const std::uint64_t chunk_start = chunk * chunk_stride;
-        const std::size_t size = chunk_size(tensor, chunk);
+        const std::size_t size = chunk_size(tensor, view, chunk);
         const std::uint64_t from = std::max(offset, chunk_start);
         const std::uint64_t to = std::min<std::uint64_t>(offset + length, chunk_start + size);
-        ChunkRef values = cache_.get(ChunkKey{index, chunk}, size, decoder(index, chunk));
+        ChunkRef values = cache_.get(key(chunk), size, decoder(index, view, chunk));
         pieces.push_back(Piece{std::move(values), static_cast<std::size_t>(from - chunk_start),
                                static_cast<std::size_t>(to - from)});
-        if (sequential && to == chunk_start + size) cache_.consumed(ChunkKey{index, chunk});
+        if (sequential && to == chunk_start + size) cache_.consumed(key(chunk));
     }
 }
 
-void DequantReader::decode_ahead_of(std::uint32_t index, std::uint64_t last) {
+void DequantReader::decode_ahead_of(std::uint32_t index, ValueView view, std::uint64_t last) {
     const Tensor& tensor = catalog_.tensors[index];
-    const std::uint64_t count = chunk_count(tensor);
+    const std::uint64_t count = chunk_count(tensor, view);
     for (std::uint64_t chunk = last + 1; chunk <= last + kChunksAhead && chunk < count; ++chunk) {
-        const std::size_t bytes = chunk_size(tensor, chunk);
-        ahead_.offer([this, index, chunk, bytes] {
+        const std::size_t bytes = chunk_size(tensor, view, chunk);
+        ahead_.offer([this, index, view, chunk, bytes] {
             try {
-                cache_.fill_ahead(ChunkKey{index, chunk}, bytes, decoder(index, chunk));
+                cache_.fill_ahead(ChunkKey{index, chunk, static_cast<std::uint8_t>(view)}, bytes,
+                                  decoder(index, view, chunk));
             } catch (...) {
                 // The reader that wants this chunk decodes it again and gets the error itself.
             }

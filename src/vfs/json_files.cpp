@@ -21,7 +21,7 @@ nlohmann::ordered_json tensor_meta(const Catalog& catalog, std::uint32_t index) 
     return meta;
 }
 
-nlohmann::ordered_json model_meta(const Catalog& catalog, const Tree& tree) {
+nlohmann::ordered_json model_meta(const Catalog& catalog, const Tree& tree, const ModelExport* model_export) {
     nlohmann::ordered_json model;
     model["format"] = catalog.format;
     auto& files = model["files"] = nlohmann::ordered_json::array();
@@ -37,6 +37,7 @@ nlohmann::ordered_json model_meta(const Catalog& catalog, const Tree& tree) {
         const std::string_view directory = tree.directory_name(i);
         if (directory != catalog.tensors[i].name) renamed[catalog.tensors[i].name] = std::string(directory);
     }
+    if (model_export != nullptr) model["export"] = model_export->summary(catalog);
     return model;
 }
 

@@ -9,7 +9,7 @@ namespace {
 
 // Names of the root's own entries; a tensor may not take them. (".tensorfs" starts with a dot, so the
 // leading-dot rule already keeps it free.)
-constexpr std::array<std::string_view, 1> kReservedRootNames{"model.json"};
+constexpr std::array<std::string_view, 2> kReservedRootNames{"model.json", "model.safetensors"};
 
 void append_escaped(std::string& out, unsigned char byte) {
     static constexpr char kHex[] = "0123456789ABCDEF";

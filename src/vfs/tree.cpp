@@ -16,11 +16,13 @@ constexpr std::uint64_t kRootInode = 1;  // FUSE_ROOT_ID
 constexpr std::uint64_t kModelJsonInode = 2;
 constexpr std::uint64_t kStatsDirInode = 3;
 constexpr std::uint64_t kStatsJsonInode = 4;
-constexpr std::uint64_t kMetricsInode = 5;
+constexpr std::uint64_t kModelSafetensorsInode = 5;
+constexpr std::uint64_t kMetricsInode = 6;
 constexpr std::uint64_t kFirstTensorInode = 8;
 constexpr std::uint64_t kInodesPerTensor = 8;
 
 constexpr std::string_view kModelJsonName = "model.json";
+constexpr std::string_view kModelSafetensorsName = "model.safetensors";
 constexpr std::string_view kStatsDirName = ".tensorfs";
 constexpr std::string_view kStatsJsonName = "stats.json";
 constexpr std::string_view kMetricsName = "metrics";
@@ -35,15 +37,19 @@ constexpr std::array kTensorFiles{
     TensorFile{"meta.json", NodeKind::MetaJson, 2},
     TensorFile{"dequant.f32", NodeKind::DequantF32, 3},
     TensorFile{"dequant.npy", NodeKind::DequantNpy, 4},
+    TensorFile{"dequant.bf16", NodeKind::DequantBf16, 5},
+    TensorFile{"dequant.f16", NodeKind::DequantF16, 6},
 };
 constexpr std::size_t kFilesWithoutDequant = 2;  // raw, meta.json
-constexpr std::size_t kRootFixedEntries = 2;     // model.json, .tensorfs
 
 constexpr std::uint32_t kFreeSlot = UINT32_MAX;
 
 }  // namespace
 
-Tree::Tree(const Catalog& catalog) : catalog_(catalog) {
+Tree::Tree(const Catalog& catalog, bool model_safetensors) : catalog_(catalog) {
+    root_entries_.push_back({kModelJsonName, Node{NodeKind::ModelJson}});
+    if (model_safetensors) root_entries_.push_back({kModelSafetensorsName, Node{NodeKind::ModelSafetensors}});
+    root_entries_.push_back({kStatsDirName, Node{NodeKind::StatsDir}});
     Problems problems;
     for (std::uint32_t i = 0; i < catalog.tensors.size(); ++i) {
         const Tensor& tensor = catalog.tensors[i];
@@ -89,6 +95,7 @@ std::uint64_t Tree::inode_of(Node node) {
     switch (node.kind) {
         case NodeKind::Root: return kRootInode;
         case NodeKind::ModelJson: return kModelJsonInode;
+        case NodeKind::ModelSafetensors: return kModelSafetensorsInode;
         case NodeKind::StatsDir: return kStatsDirInode;
         case NodeKind::StatsJson: return kStatsJsonInode;
         case NodeKind::Metrics: return kMetricsInode;
@@ -102,13 +109,11 @@ std::uint64_t Tree::inode_of(Node node) {
 }
 
 std::optional<Node> Tree::node_of(std::uint64_t inode) const {
-    switch (inode) {
-        case kRootInode: return Node{NodeKind::Root};
-        case kModelJsonInode: return Node{NodeKind::ModelJson};
-        case kStatsDirInode: return Node{NodeKind::StatsDir};
-        case kStatsJsonInode: return Node{NodeKind::StatsJson};
-        case kMetricsInode: return Node{NodeKind::Metrics};
-        default: break;
+    if (inode == kRootInode) return Node{NodeKind::Root};
+    if (inode == kStatsJsonInode) return Node{NodeKind::StatsJson};
+    if (inode == kMetricsInode) return Node{NodeKind::Metrics};
+    for (const DirEntry& entry : root_entries_) {
+        if (inode_of(entry.node) == inode) return entry.node;
     }
     if (inode < kFirstTensorInode) return std::nullopt;
     const std::uint64_t tensor = (inode - kFirstTensorInode) / kInodesPerTensor;
@@ -125,8 +130,9 @@ std::optional<Node> Tree::node_of(std::uint64_t inode) const {
 std::optional<Node> Tree::lookup(Node parent, std::string_view name) const {
     switch (parent.kind) {
         case NodeKind::Root: {
-            if (name == kModelJsonName) return Node{NodeKind::ModelJson};
-            if (name == kStatsDirName) return Node{NodeKind::StatsDir};
+            for (const DirEntry& entry : root_entries_) {
+                if (entry.name == name) return entry.node;
+            }
             const auto tensor = tensor_of_directory(name);
             if (!tensor) return std::nullopt;
             return Node{NodeKind::TensorDir, *tensor};
@@ -148,6 +154,7 @@ Node Tree::parent_of(Node node) const {
     switch (node.kind) {
         case NodeKind::Root:
         case NodeKind::ModelJson:
+        case NodeKind::ModelSafetensors:
         case NodeKind::StatsDir:
         case NodeKind::TensorDir: return Node{NodeKind::Root};
         case NodeKind::StatsJson:
@@ -158,7 +165,7 @@ Node Tree::parent_of(Node node) const {
 
 std::size_t Tree::child_count(Node directory) const {
     switch (directory.kind) {
-        case NodeKind::Root: return kRootFixedEntries + catalog_.tensors.size();
+        case NodeKind::Root: return root_entries_.size() + catalog_.tensors.size();
         case NodeKind::StatsDir: return 2;
         case NodeKind::TensorDir: return has_dequant(directory.tensor) ? kTensorFiles.size() : kFilesWithoutDequant;
         default: return 0;
@@ -168,10 +175,9 @@ std::size_t Tree::child_count(Node directory) const {
 DirEntry Tree::child(Node directory, std::size_t index) const {
     switch (directory.kind) {
         case NodeKind::Root:
-            if (index == 0) return {kModelJsonName, Node{NodeKind::ModelJson}};
-            if (index == 1) return {kStatsDirName, Node{NodeKind::StatsDir}};
+            if (index < root_entries_.size()) return root_entries_[index];
             {
-                const auto tensor = static_cast<std::uint32_t>(index - kRootFixedEntries);
+                const auto tensor = static_cast<std::uint32_t>(index - root_entries_.size());
                 return {directory_name(tensor), Node{NodeKind::TensorDir, tensor}};
             }
         case NodeKind::StatsDir:

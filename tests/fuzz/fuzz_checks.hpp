@@ -22,11 +22,15 @@
 #include <string_view>
 #include <vector>
 
+#include "remote/s3.hpp"
+#include "remote/xml.hpp"
 #include "tensorfs/catalog.hpp"
 #include "tensorfs/content.hpp"
 #include "tensorfs/dtype.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/f32_to_16.hpp"
 #include "tensorfs/json_files.hpp"
+#include "tensorfs/model_export.hpp"
 #include "tensorfs/open_source.hpp"
 #include "tensorfs/source_files.hpp"
 #include "tensorfs/stats.hpp"
@@ -213,28 +217,92 @@ inline std::vector<char> read_range(Content& content, Node node, std::uint64_t o
     return bytes;
 }
 
+// The 16-bit views' bytes that a float32 range (whole values) rounds to.
+inline std::vector<char> rounded_to_16_bits(const std::vector<char>& f32, NodeKind kind) {
+    std::vector<float> values(f32.size() / 4);
+    if (!values.empty()) std::memcpy(values.data(), f32.data(), values.size() * 4);
+    std::vector<std::uint16_t> narrowed(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        narrowed[i] = kind == NodeKind::DequantBf16 ? bf16_from_f32(values[i]) : f16_from_f32(values[i]);
+    }
+    std::vector<char> bytes(narrowed.size() * 2);
+    if (!bytes.empty()) std::memcpy(bytes.data(), narrowed.data(), bytes.size());
+    return bytes;
+}
+
+// A range read whole, in two pieces (block and chunk edges must not show) and as the FUSE adapter replies to it
+// (read_pieces, or the source slice of a file that is raw bytes): all the same bytes. Returns them.
+inline std::vector<char> read_checked(Content& content, Node node, std::uint64_t offset, std::size_t length,
+                                      Ranges& ranges, const std::string& what) {
+    const std::vector<char> whole = read_range(content, node, offset, length);
+    const std::size_t cut = static_cast<std::size_t>(ranges.up_to(whole.size()));
+    std::vector<char> pieces = read_range(content, node, offset, cut);
+    const std::vector<char> rest = read_range(content, node, offset + cut, whole.size() - cut);
+    pieces.insert(pieces.end(), rest.begin(), rest.end());
+    expect(pieces == whole, "'" + what + "': a range read in two pieces differs");
+
+    // The FUSE adapter replies from this slice of the source to the files that are raw bytes, and with pieces to
+    // the others.
+    if (const auto slice = content.source_slice(node, offset, length)) {
+        expect(slice->length == whole.size(), "'" + what + "': source slice disagrees with read");
+    }
+    ReadPieces replied;
+    content.read_pieces(node, offset, length, replied);
+    std::vector<char> joined(replied.size());
+    replied.copy_to(joined.data());
+    expect(joined == whole, "'" + what + "': read_pieces differs from read");
+    return whole;
+}
+
 // The input is a safetensors or GGUF file (by its magic). When it is accepted, ranges of every file of every
-// tensor are read through Content, as the FUSE adapter would, and checked against each other: raw against the
-// input's bytes and its raw_slice, dequant.npy against its header and dequant.f32, read_pieces (what the FUSE
-// adapter replies with) against read, and every range against the same range read in two pieces (block and chunk
-// edges must not show).
+// tensor and of model.safetensors are read through Content, as the FUSE adapter would, and checked against each
+// other: raw against the input's bytes and its source slice, dequant.npy against its header and dequant.f32, the
+// 16-bit views against dequant.f32 rounded, model.safetensors against its header and each tensor's raw bytes or
+// view, read_pieces (what the FUSE adapter replies with) against read, and every range against the same range
+// read in two pieces.
 inline void check_content(const std::uint8_t* data, std::size_t size) {
     const bool gguf = size >= 4 && std::memcmp(data, "GGUF", 4) == 0;
     const std::string path = Scratch::instance().write(gguf ? "content.gguf" : "content.safetensors", data, size);
     const std::optional<Catalog> catalog = open_checked(path);
     if (!catalog) return;
     expect(catalog->files.size() == 1 && catalog->files[0].size == size, "catalog's file size");
-    const Tree tree(*catalog);
+    const ModelExport model_export(*catalog, static_cast<ExportDtype>(size % 4));
+    const Tree tree(*catalog, model_export.available());
     const SourceFiles files(*catalog);
     Stats stats;
     // A small cache: 4 KiB chunks, evicted all the time, so chunk edges and reuse are exercised on small inputs.
-    Content content(*catalog, tree, files, stats, 64 << 10);
+    Content content(*catalog, tree, files, stats, 64 << 10, &model_export);
 
     Ranges ranges(data, size);
     constexpr std::uint64_t kMaxRead = 16 << 10;
     std::uint64_t budget = 4 << 20;  // bytes read per input, so that one input stays well under a second
     for (const NodeKind kind : {NodeKind::ModelJson, NodeKind::StatsJson}) {
         read_range(content, Node{kind}, ranges.up_to(content.size(Node{kind})), kMaxRead);
+    }
+    if (model_export.available()) {
+        const Node model{NodeKind::ModelSafetensors};
+        expect(content.size(model) == model_export.size(), "model.safetensors size");
+        const std::uint64_t offset = ranges.up_to(model_export.size() + 8);
+        const std::size_t length = static_cast<std::size_t>(ranges.up_to(kMaxRead));
+        const std::vector<char> whole = read_checked(content, model, offset, length, ranges, "model.safetensors");
+        const std::string& header = model_export.header();
+        for (std::size_t i = 0; i < whole.size() && offset + i < header.size(); ++i) {
+            expect(whole[i] == header[offset + i], "model.safetensors: its first bytes are not its header");
+        }
+        for (const ModelExport::Part& part : model_export.parts()) {
+            const std::uint64_t from = std::max(offset, part.begin);
+            const std::uint64_t to = std::min<std::uint64_t>(offset + whole.size(), part.begin + part.size);
+            if (from >= to) continue;
+            const NodeKind kind = !part.view                         ? NodeKind::Raw
+                                  : *part.view == ValueView::BF16 ? NodeKind::DequantBf16
+                                  : *part.view == ValueView::F16  ? NodeKind::DequantF16
+                                                                  : NodeKind::DequantF32;
+            const std::vector<char> own =
+                read_range(content, Node{kind, part.tensor}, from - part.begin, static_cast<std::size_t>(to - from));
+            expect(std::equal(own.begin(), own.end(), whole.begin() + static_cast<std::ptrdiff_t>(from - offset)),
+                   "model.safetensors: tensor '" + catalog->tensors[part.tensor].name + "' differs from its own file");
+        }
+        budget -= std::min(budget, std::uint64_t{length} * 4);
     }
     for (std::uint32_t index = 0; index < catalog->tensors.size() && budget > 0; ++index) {
         const Tensor& tensor = catalog->tensors[index];
@@ -245,30 +313,16 @@ inline void check_content(const std::uint8_t* data, std::size_t size) {
             const std::uint64_t offset = ranges.up_to(file_size + 8);
             const std::size_t length = static_cast<std::size_t>(ranges.up_to(kMaxRead));
             budget -= std::min(budget, std::uint64_t{length} * 3 + 256);  // small reads too: JSON renders
-            const std::vector<char> whole = read_range(content, node, offset, length);
-
-            const std::size_t cut = static_cast<std::size_t>(ranges.up_to(whole.size()));
-            std::vector<char> pieces = read_range(content, node, offset, cut);
-            const std::vector<char> rest = read_range(content, node, offset + cut, whole.size() - cut);
-            pieces.insert(pieces.end(), rest.begin(), rest.end());
-            expect(pieces == whole, "tensor '" + tensor.name + "': a range read in two pieces differs");
+            const std::vector<char> whole = read_checked(content, node, offset, length, ranges, tensor.name);
 
             if (node.kind == NodeKind::Raw) {
                 expect(whole.empty() || std::memcmp(whole.data(), data + tensor.offset + offset, whole.size()) == 0,
                        "tensor '" + tensor.name + "': raw differs from the source bytes");
-                // The FUSE adapter replies to raw reads from this slice of the source.
-                const Content::FileSlice slice = content.raw_slice(index, offset, length);
-                expect(slice.file == tensor.file && slice.length == whole.size() &&
-                           (whole.empty() || slice.offset == tensor.offset + offset),
-                       "tensor '" + tensor.name + "': raw_slice disagrees with read");
-                continue;
+                const auto slice = content.source_slice(node, offset, length);
+                expect(slice && slice->file == tensor.file &&
+                           (whole.empty() || slice->offset == tensor.offset + offset),
+                       "tensor '" + tensor.name + "': raw's source slice is not where its bytes are");
             }
-            // The FUSE adapter replies to the other files with these pieces.
-            ReadPieces replied;
-            content.read_pieces(node, offset, length, replied);
-            std::vector<char> joined(replied.size());
-            replied.copy_to(joined.data());
-            expect(joined == whole, "tensor '" + tensor.name + "': read_pieces differs from read");
             if (node.kind == NodeKind::DequantNpy) {
                 const std::string& header = content.npy_header(index);
                 expect(file_size == header.size() + tensor.f32_bytes(), "dequant.npy size");
@@ -280,9 +334,20 @@ inline void check_content(const std::uint8_t* data, std::size_t size) {
                            "tensor '" + tensor.name + "': dequant.npy differs from dequant.f32");
                 }
             }
+            if ((node.kind == NodeKind::DequantBf16 || node.kind == NodeKind::DequantF16) && !whole.empty() &&
+                !content.source_slice(node, 0, 0)) {
+                // The float32 values under the range, whole values only.
+                const std::uint64_t first = offset / 2, last = (offset + whole.size() - 1) / 2;
+                const std::vector<char> f32 = read_range(content, Node{NodeKind::DequantF32, index}, first * 4,
+                                                         static_cast<std::size_t>((last - first + 1) * 4));
+                const std::vector<char> rounded = rounded_to_16_bits(f32, node.kind);
+                expect(std::memcmp(rounded.data() + offset % 2, whole.data(), whole.size()) == 0,
+                       "tensor '" + tensor.name + "': a 16-bit view differs from dequant.f32 rounded");
+            }
         }
     }
 }
+
 
 // The ggml types that have a float32 conversion, in id order.
 inline const std::vector<const TypeTraits*>& types_with_kernels() {
@@ -313,6 +378,26 @@ inline void check_kernels(const std::uint8_t* data, std::size_t size) {
     type.fast(stored.data(), blocks, fast.data());
     expect(std::memcmp(portable.data(), fast.data(), fast.size() * sizeof(float)) == 0,
            std::string(type.name) + ": the fast kernel differs from the portable one");
+}
+
+// An answer of an S3 store (a ListObjectsV2 page, an error document) as the remote layer reads it: the XML reader
+// gives a tree or refuses with XmlError at a byte of the input, the listing reader gives keys or refuses with
+// std::runtime_error; nothing else escapes.
+inline void check_s3_answer(const std::uint8_t* data, std::size_t size) {
+    const std::string body(reinterpret_cast<const char*>(data), size);
+    try {
+        remote::parse_xml(body);
+    } catch (const remote::XmlError& error) {
+        expect(error.at() <= size, "XmlError at a byte past the end of the input");
+    }
+    try {
+        const remote::S3ListingPage page = remote::read_listing_page(body);
+        std::size_t key_bytes = 0;
+        for (const auto& key : page.keys) key_bytes += key.size();
+        expect(key_bytes <= size, "listing keys longer than the input");
+    } catch (const std::runtime_error&) {
+        // Refused: not a listing.
+    }
 }
 
 }  // namespace tensorfs::fuzz

@@ -213,7 +213,7 @@ def requests_in(lines):
 
 class FaultProxy:
     """A plain-HTTP proxy to one upstream port. Each request first takes the next fault queued for it, if any:
-    ("status", code, extra headers) answers with that status instead; ("cut",) sends the head and half the body,
+    ("status", code, extra headers[, body]) answers with that status instead; ("cut",) sends the head and half the body,
     then closes; ("short",) sends the head with the full Content-Length and only half the body, then closes; and
     `delay` seconds pass before every answer. Only requests with a Range header take faults."""
 
@@ -276,7 +276,7 @@ class FaultProxy:
                     time.sleep(self.delay)
                 if fault and fault[0] == "status":
                     extra = "".join(f"{k}: {v}\r\n" for k, v in fault[2].items())
-                    body = b"injected fault\n"
+                    body = fault[3] if len(fault) > 3 else b"injected fault\n"
                     client.sendall(f"HTTP/1.1 {fault[1]} Injected\r\n{extra}Content-Length: {len(body)}\r\n"
                                    f"Content-Type: text/plain\r\n\r\n".encode() + body)
                     self.served.append((has_range, fault))

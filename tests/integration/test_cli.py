@@ -2,7 +2,7 @@
 mount options of the bare `tensorfs SOURCE MOUNTPOINT -o ...` form. Every command runs on a GGUF file, a GGUF split
 set, a safetensors file and a sharded safetensors folder, and its output is checked against the reference vectors
 (manifest.json and the expected .f32 files), not only its exit status. The commands that read a SOURCE run again on
-the same files over HTTP and from a Hub-like server (remote_servers.py)."""
+the same files over HTTP, from a Hub-like server (remote_servers.py) and from an S3 store (s3_servers.py)."""
 import collections
 import hashlib
 import io
@@ -18,6 +18,7 @@ import unittest
 import numpy as np
 
 import remote_servers
+import s3_servers
 from tensorfs_mount import BIN, VECTORS, Mount, is_mounted, manifest, run, same_floats
 
 Tensor = collections.namedtuple("Tensor", "name dtype shape elements nbytes file offset raw_sha256 expected")
@@ -385,7 +386,8 @@ class CommandsWithoutFuse(unittest.TestCase):
                 result = run(*args)
                 self.assertEqual(result.returncode, 0)
                 self.assertTrue(result.stdout.startswith("usage: tensorfs mount SOURCE MOUNTPOINT"))
-                for command in ("umount", "ls", "info", "cat", "validate", "stats", "cache_size=SIZE"):
+                for command in ("umount", "ls", "info", "cat", "convert", "validate", "stats", "cache_size=SIZE",
+                                "export_dtype="):
                     self.assertIn(command, result.stdout)
                 # Ours first, then libfuse's own mount options.
                 ours, _, libfuse = result.stdout.partition("libfuse options:\n")
@@ -472,7 +474,8 @@ class BareFormMountOptions(unittest.TestCase):
             for options, message in [("ro,bogus", "unknown mount option 'bogus'"),
                                      ("max_read=lots", "unknown mount option 'max_read=lots'"),
                                      ("cache_size=huge", "bad cache_size 'huge'"),
-                                     ("threads=0", "bad threads '0'")]:
+                                     ("threads=0", "bad threads '0'"),
+                                     ("export_dtype=int8", "bad export_dtype 'int8'")]:
                 with self.subTest(options=options):
                     result = run(self.SOURCE, tmp, "-o", options)
                     self.assertFalse(is_mounted(tmp))
@@ -496,6 +499,13 @@ class CommandsOverHttp(CommandsWithoutFuse):
 class CommandsFromTheHub(CommandsOverHttp):
     """What the Hub adds is addressing and listing: the values that cat writes are checked over HTTP already."""
     where = remote_servers.HUB
+    test_cat_f32_is_the_expected_values = None
+    test_cat_npy_loads_with_numpy = None
+
+
+class CommandsFromS3(CommandsOverHttp):
+    """What S3 adds is addressing, signing and listing: the values that cat writes are checked over HTTP already."""
+    where = s3_servers.S3
     test_cat_f32_is_the_expected_values = None
     test_cat_npy_loads_with_numpy = None
 

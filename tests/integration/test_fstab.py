@@ -18,6 +18,7 @@ import unittest
 import numpy as np
 
 import remote_servers
+import s3_servers
 from tensorfs_mount import BIN, VECTORS, daemon_pids, is_mounted, manifest, wait_until, same_floats
 
 CLONE_NEWNS = 0x00020000
@@ -226,6 +227,30 @@ class InstalledTensorfs(unittest.TestCase):
             self.assert_served_by_installed_binary(mnt.path)
             self.assert_tensor_reads(mnt.path, "gguf/tiny-llama", "blk.0.attn_q.weight")
             self.assertTrue(any(name.endswith(".block") for _, _, names in os.walk(cache) for name in names))
+            self.unmount_and_wait(["umount", mnt.path], mnt.path)
+
+    def test_fstab_line_for_an_s3_model(self):
+        """As the README shows it: an s3:// address, with the keys and the endpoint in the shared AWS files."""
+        server = s3_servers.shared()
+        with MountPoint() as mnt:
+            with open(os.path.join(mnt.tmp, "credentials"), "w") as f:
+                f.write(f"[default]\naws_access_key_id = {s3_servers.ACCOUNT['access_key']}\n"
+                        f"aws_secret_access_key = {s3_servers.ACCOUNT['secret_key']}\n")
+            with open(os.path.join(mnt.tmp, "config"), "w") as f:
+                f.write(f"[default]\nendpoint_url = {server.endpoint}\n")
+            env = server.env(None, AWS_SHARED_CREDENTIALS_FILE=os.path.join(mnt.tmp, "credentials"),
+                             AWS_CONFIG_FILE=os.path.join(mnt.tmp, "config"))
+            del env["AWS_ENDPOINT_URL_S3"]
+            cache = os.path.join(mnt.tmp, "cache")
+            fstab = os.path.join(mnt.tmp, "fstab")
+            with open(fstab, "w") as f:
+                f.write(f"s3://{s3_servers.BUCKET}/gguf/tiny-llama-Q4_K_M.gguf {mnt.path} fuse.tensorfs "
+                        f"ro,nofail,_netdev,cache_dir={cache} 0 0\n")
+            result = subprocess.run(["mount", "-T", fstab, mnt.path], capture_output=True, text=True, timeout=120,
+                                    env=env)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assert_served_by_installed_binary(mnt.path)
+            self.assert_tensor_reads(mnt.path, "gguf/tiny-llama", "blk.0.attn_q.weight")
             self.unmount_and_wait(["umount", mnt.path], mnt.path)
 
     def test_unknown_option_is_one_clear_line_through_mount8(self):

@@ -1,5 +1,6 @@
 """GGUF files mounted for real: every tensor's values against ggml's own outputs, metadata, split sets; from the
-local files, and the same files over HTTP, HTTPS and from a Hub-like server (remote_servers.py)."""
+local files, and the same files over HTTP, HTTPS, from a Hub-like server (remote_servers.py) and from an S3 store
+(s3_servers.py)."""
 import json
 import os
 import struct
@@ -8,6 +9,7 @@ import unittest
 import numpy as np
 
 import remote_servers
+import s3_servers
 from tensorfs_mount import VECTORS, Mount, manifest, same_floats
 
 TYPE_NAMES = {"f32": "F32", "f16": "F16", "bf16": "BF16"}
@@ -27,7 +29,8 @@ class GgufFiles(unittest.TestCase):
     def check_file(self, relative):
         entry = gguf_entry(relative)
         with Mount(self.where.source(relative)) as m:
-            self.assertEqual(sorted(n for n in os.listdir(m.path) if n not in ("model.json", ".tensorfs")),
+            self.assertEqual(sorted(n for n in os.listdir(m.path)
+                                    if n not in ("model.json", "model.safetensors", ".tensorfs")),
                              sorted(t["name"] for t in entry["tensors"]))
             for t in entry["tensors"]:
                 with self.subTest(file=relative, tensor=t["name"]):
@@ -121,12 +124,20 @@ class GgufFilesFromTheHub(GgufFiles):
     where = remote_servers.HUB
 
 
+class GgufFilesFromS3(GgufFiles):
+    where = s3_servers.S3
+
+
 class SplitModelOverHttp(SplitModel):
     where = remote_servers.HTTP
 
 
 class SplitModelFromTheHub(SplitModel):
     where = remote_servers.HUB
+
+
+class SplitModelFromS3(SplitModel):
+    where = s3_servers.S3
 
 
 if __name__ == "__main__":

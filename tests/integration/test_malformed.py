@@ -11,6 +11,7 @@ import unittest
 
 from binary_info import asan_instrumented
 import remote_servers
+import s3_servers
 from tensorfs_mount import VECTORS, daemon_pids, is_mounted, manifest, run, wait_until
 
 ADDRESS_SPACE_LIMIT = 1 << 30
@@ -101,6 +102,12 @@ class MalformedCorpusOverHttp(MalformedCorpus):
 
 class MalformedCorpusFromTheHub(MalformedCorpus):
     where = remote_servers.HUB
+    test_corpus_is_complete = None
+    test_the_limit_stops_a_large_allocation = None
+
+
+class MalformedCorpusFromS3(MalformedCorpus):
+    where = s3_servers.S3
     test_corpus_is_complete = None
     test_the_limit_stops_a_large_allocation = None
 

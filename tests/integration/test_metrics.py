@@ -94,7 +94,7 @@ class MetricsOfAMount(unittest.TestCase):
         with open(os.path.join(self.mount.path, ".tensorfs", "stats.json")) as f:
             stats = json.load(f)
         families = self.metrics()
-        for file in ("raw", "dequant.f32", "dequant.npy"):
+        for file in ("raw", "dequant.f32", "dequant.npy", "dequant.bf16", "dequant.f16", "model.safetensors"):
             self.assertEqual(value(families, "tensorfs_reads_total", file=file), stats["reads"][file]["reads"])
             self.assertEqual(value(families, "tensorfs_read_bytes_total", file=file), stats["reads"][file]["bytes"])
         self.assertGreater(stats["reads"]["raw"]["bytes"], 0)
@@ -123,11 +123,14 @@ class MetricsOfAMount(unittest.TestCase):
         families = self.metrics()
         self.assertEqual(families["tensorfs_read_duration_seconds"].type, "histogram")
         count = {kind: value(families, "tensorfs_read_duration_seconds_count", kind=kind)
-                 for kind in ("raw", "dequant", "meta")}
-        self.assertEqual(count["raw"], stats["reads"]["raw"]["reads"])
-        self.assertEqual(count["dequant"], stats["reads"]["dequant.f32"]["reads"] + stats["reads"]["dequant.npy"]["reads"])
+                 for kind in ("raw", "dequant", "meta", "model")}
+        reads = {file: stats["reads"][file]["reads"] for file in stats["reads"]}
+        self.assertEqual(count["raw"], reads["raw"])
+        self.assertEqual(count["dequant"],
+                         reads["dequant.f32"] + reads["dequant.npy"] + reads["dequant.bf16"] + reads["dequant.f16"])
         self.assertGreaterEqual(count["meta"], len(self.metas))   # every meta.json was read once at least
-        for kind in count:
+        self.assertEqual(count["model"], reads["model.safetensors"])
+        for kind in ("raw", "dequant", "meta"):
             self.assertGreater(value(families, "tensorfs_read_duration_seconds_sum", kind=kind), 0)
 
     def test_stats_prometheus_prints_the_same_metrics(self):

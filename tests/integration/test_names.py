@@ -10,11 +10,13 @@ import unittest
 
 from tensorfs_mount import Mount, run
 
-RESERVED_ROOT_NAMES = (b"model.json",)
+RESERVED_ROOT_NAMES = (b"model.json", b"model.safetensors")
+TENSOR_FILES = ["dequant.bf16", "dequant.f16", "dequant.f32", "dequant.npy", "meta.json", "raw"]
 LONG_UTF8 = "é" * 200  # 400 bytes of two-byte characters: the cut must not split one
 HOSTILE_NAMES = [
     "plain.weight", "a/b", "/abs", "a/../../b", "../escape", "..", ".", "x\0y", "\0", ".hidden", ".tensorfs",
-    "model.json", "%2F", "%", "100%", "n" * 300, "/" * 300, LONG_UTF8, "raw", "meta.json",
+    "model.json", "model.safetensors", "model.safetensors.x", "%2F", "%", "100%", "n" * 300, "/" * 300, LONG_UTF8,
+    "raw", "meta.json",
 ]
 
 
@@ -86,18 +88,22 @@ class HostileNames(unittest.TestCase):
 
     def test_root_holds_exactly_the_tree(self):
         root = sorted(os.listdir(self.mount.path))
-        self.assertEqual(root, sorted(["model.json", ".tensorfs"] + [self.directory_of(n) for n in HOSTILE_NAMES]))
+        self.assertEqual(root, sorted(["model.json", "model.safetensors", ".tensorfs"] +
+                                      [self.directory_of(n) for n in HOSTILE_NAMES]))
         for entry in root:
             self.assertNotIn("/", entry)
-        # The root's model.json and .tensorfs are its own, not tensors named like them.
+        # The root's model.json, model.safetensors and .tensorfs are its own, not tensors named like them.
         self.assertEqual(self.model["format"], "safetensors")
+        self.assertEqual(os.path.getsize(os.path.join(self.mount.path, "model.safetensors")),
+                         self.model["export"]["size"])
+        self.assertEqual(self.directory_of("model.safetensors"), "%6Dodel.safetensors")
         self.assertEqual(sorted(os.listdir(os.path.join(self.mount.path, ".tensorfs"))), ["metrics", "stats.json"])
 
     def test_every_tensor_is_reachable_with_its_bytes_and_name(self):
         for i, name in enumerate(HOSTILE_NAMES):
             with self.subTest(name=name):
                 folder = os.path.join(self.mount.path, self.directory_of(name))
-                self.assertEqual(sorted(os.listdir(folder)), ["dequant.f32", "dequant.npy", "meta.json", "raw"])
+                self.assertEqual(sorted(os.listdir(folder)), TENSOR_FILES)
                 with open(os.path.join(folder, "raw"), "rb") as f:
                     self.assertEqual(f.read(), struct.pack("<2f", i, -i))
                 with open(os.path.join(folder, "dequant.f32"), "rb") as f:
@@ -123,7 +129,7 @@ class HostileNames(unittest.TestCase):
             self.assertEqual(json.load(f)["format"], "safetensors")
         # The tensor named ".." is its escaped directory, never the parent.
         dotdot = os.path.join(m, self.directory_of(".."))
-        self.assertEqual(sorted(os.listdir(dotdot)), ["dequant.f32", "dequant.npy", "meta.json", "raw"])
+        self.assertEqual(sorted(os.listdir(dotdot)), TENSOR_FILES)
 
     def test_absent_and_malformed_lookups_fail_like_any_filesystem(self):
         m = self.mount.path

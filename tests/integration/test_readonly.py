@@ -22,7 +22,12 @@ def mutations(root, tensor):
     """(what, call) for every mutating operation, aimed at the root, a tensor folder and its files."""
     raw = os.path.join(tensor, "raw")
     model = os.path.join(root, "model.json")
+    whole = os.path.join(root, "model.safetensors")
     return [
+        ("write: open model.safetensors O_RDWR", lambda: os.open(whole, os.O_RDWR)),
+        ("truncate: model.safetensors", lambda: os.truncate(whole, 0)),
+        ("unlink model.safetensors", lambda: os.unlink(whole)),
+        ("write: open dequant.bf16 O_WRONLY", lambda: os.open(os.path.join(tensor, "dequant.bf16"), os.O_WRONLY)),
         ("write: open raw O_WRONLY", lambda: os.open(raw, os.O_WRONLY)),
         ("write: open raw O_RDWR", lambda: os.open(raw, os.O_RDWR)),
         ("write: open model.json O_WRONLY|O_APPEND", lambda: os.open(model, os.O_WRONLY | os.O_APPEND)),
@@ -77,7 +82,7 @@ class ReadOnly(unittest.TestCase):
         self.addCleanup(self.mount.__exit__, None, None, None)
         self.root = self.mount.path
         self.tensor = os.path.join(self.root, sorted(n for n in os.listdir(self.root)
-                                                     if n not in ("model.json", ".tensorfs"))[0])
+                                                     if n not in ("model.json", "model.safetensors", ".tensorfs"))[0])
         self.before = tree_snapshot(self.root)
 
     def tearDown(self):

@@ -1,5 +1,6 @@
 """A safetensors file mounted for real: every file kind read through the kernel against the reference vectors; from
-the local file, and the same file over HTTP, HTTPS and from a Hub-like server (remote_servers.py)."""
+the local file, and the same file over HTTP, HTTPS, from a Hub-like server (remote_servers.py) and from an S3 store
+(s3_servers.py)."""
 import errno
 import json
 import os
@@ -9,6 +10,7 @@ import unittest
 import numpy as np
 
 import remote_servers
+import s3_servers
 from tensorfs_mount import VECTORS, Mount, daemon_pids, is_mounted, manifest, run, wait_until, same_floats
 
 SOURCE = os.path.join(VECTORS, "safetensors/all_dtypes.safetensors")
@@ -170,12 +172,20 @@ class SafetensorsMountFromTheHub(SafetensorsMount):
     where = remote_servers.HUB
 
 
+class SafetensorsMountFromS3(SafetensorsMount):
+    where = s3_servers.S3
+
+
 class RefusedSourcesOverHttp(RefusedSources):
     where = remote_servers.HTTP
 
 
 class RefusedSourcesFromTheHub(RefusedSources):
     where = remote_servers.HUB
+
+
+class RefusedSourcesFromS3(RefusedSources):
+    where = s3_servers.S3
 
 
 if __name__ == "__main__":

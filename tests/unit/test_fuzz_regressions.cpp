@@ -25,6 +25,7 @@ const std::map<std::string, Check>& checks_by_target() {
         {"fuzz_gguf", fuzz::check_gguf_file},
         {"fuzz_content", fuzz::check_content},
         {"fuzz_kernels", fuzz::check_kernels},
+        {"fuzz_s3_answer", fuzz::check_s3_answer},
     };
     return checks;
 }
@@ -84,6 +85,9 @@ BOOST_AUTO_TEST_CASE(seed_corpus_passes_the_checks) {
         replay(fuzz::check_kernels, file);
     }
     for (const auto& file : files_under(vectors, {".index.json"})) replay(fuzz::check_safetensors_index, file);
+    const auto s3_answers = files_under(test::data_path("s3"), {".xml"});
+    BOOST_TEST(s3_answers.size() >= 4u);
+    for (const auto& file : s3_answers) replay(fuzz::check_s3_answer, file);
 }
 
 BOOST_AUTO_TEST_CASE(checks_accept_valid_sources) {

@@ -69,7 +69,7 @@ BOOST_AUTO_TEST_CASE(remote_sources_are_told_from_paths) {
     BOOST_TEST(is_remote_source("http://h/x.gguf"));
     BOOST_TEST(is_remote_source("hf://org/repo"));
     BOOST_TEST(!is_remote_source("models/x.gguf"));
-    BOOST_TEST(!is_remote_source("s3://bucket/key"));  // not yet
+    BOOST_TEST(is_remote_source("s3://bucket/key"));
 }
 
 BOOST_AUTO_TEST_CASE(hf_sources_name_a_file_or_a_folder) {

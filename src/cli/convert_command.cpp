@@ -1,0 +1,134 @@
+// `tensorfs convert SOURCE OUT.safetensors [--dtype keep|bf16|f16|f32] [--cache-dir DIR] [--disk-cache-size SIZE]`:
+// writes the bytes a mount shows as
+// model.safetensors (with -o export_dtype=...), read through the same Content, without FUSE. The file appears under
+// its name only once complete; an error or a signal (SIGINT, SIGTERM, SIGHUP) leaves no partial file behind.
+#include <signal.h>
+
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "arguments.hpp"
+#include "commands.hpp"
+#include "loaded_source.hpp"
+#include "progress_line.hpp"
+#include "replacing_file.hpp"
+#include "tensorfs/content.hpp"
+#include "tensorfs/errors.hpp"
+#include "tensorfs/model_export.hpp"
+#include "tensorfs/source_files.hpp"
+#include "tensorfs/stats.hpp"
+#include "text_output.hpp"
+
+namespace tensorfs::cli {
+namespace {
+
+// Decoded chunks kept while converting: enough for the decode-ahead of the tensor being read.
+constexpr std::uint64_t kCacheBudget = std::uint64_t{64} << 20;
+// Bytes read from Content and written at a time.
+constexpr std::size_t kStep = std::size_t{4} << 20;
+
+volatile std::sig_atomic_t stop_signal = 0;
+
+void remember_signal(int signal_number) { stop_signal = signal_number; }
+
+bool stop_requested() { return stop_signal != 0; }
+
+// Without SA_RESTART, so that a write waiting on a slow disk returns at once.
+void catch_stop_signals() {
+    struct sigaction action {};
+    action.sa_handler = remember_signal;
+    sigemptyset(&action.sa_mask);
+    for (const int signal_number : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(signal_number, &action, nullptr);
+}
+
+// Ends the process as the signal would have, so that the shell sees the interruption.
+[[noreturn]] void die_of_stop_signal() {
+    const int signal_number = stop_signal;
+    ::signal(signal_number, SIG_DFL);
+    ::raise(signal_number);
+    std::_Exit(128 + signal_number);
+}
+
+struct ConvertArguments {
+    std::string source;
+    std::string target;
+    ExportDtype dtype = ExportDtype::Keep;
+    SourceOptions source_options;
+};
+
+// SOURCE OUT and the flags, in any order; "" or the usage problem.
+std::string parse(const Arguments& args, ConvertArguments& parsed) {
+    std::vector<std::string_view> flags_with_values = kSourceFlags;
+    flags_with_values.push_back("--dtype");
+    const SplitArguments split = split_arguments(args, {}, flags_with_values);
+    if (!split.error.empty()) return split.error;
+    if (std::string error = take_source_flags(split, parsed.source_options); !error.empty()) return error;
+    if (const auto dtype = split.values.find("--dtype"); dtype != split.values.end()) {
+        const auto named = export_dtype_named(dtype->second);
+        if (!named) return "bad --dtype '" + dtype->second + "' (keep, bf16, f16 or f32)";
+        parsed.dtype = *named;
+    }
+    if (split.positional.size() != 2) return "convert needs SOURCE and OUT.safetensors";
+    parsed.source = split.positional[0];
+    parsed.target = split.positional[1];
+    return {};
+}
+
+std::string tensor_names(const Catalog& catalog, const std::vector<std::uint32_t>& indices) {
+    std::string names;
+    for (const std::uint32_t index : indices) {
+        names += (names.empty() ? "" : ", ") + cli::quoted(catalog.tensors[index].name);
+    }
+    return names;
+}
+
+}  // namespace
+
+int convert_command(const Arguments& args) {
+    ConvertArguments parsed;
+    if (const std::string problem = parse(args, parsed); !problem.empty()) return usage_error(problem);
+
+    const LoadedSource source(parsed.source, parsed.source_options);
+    const ModelExport exported(source.catalog, parsed.dtype);
+    if (!exported.available()) return failure(parsed.source + ": no safetensors file can hold it: " + exported.error());
+    if (!exported.skipped().empty()) {
+        std::fprintf(stderr, "tensorfs: %s: left out, having no safetensors dtype and no float32 values: %s\n",
+                     parsed.source.c_str(), tensor_names(source.catalog, exported.skipped()).c_str());
+    }
+    const SourceFiles files(source.catalog);
+    Stats stats;
+    Content content(source.catalog, source.tree, files, stats, kCacheBudget, &exported);
+    const Node node{NodeKind::ModelSafetensors};
+    const std::uint64_t size = content.size(node);
+
+    catch_stop_signals();
+    ReplacingFile output(parsed.target);
+    ProgressLine progress("writing " + parsed.target, size);
+    std::vector<char> buffer(kStep);
+    std::uint64_t done = 0;
+    try {
+        while (done < size && !stop_requested()) {
+            const std::size_t got = content.read(node, done, buffer.size(), buffer.data());
+            if (got == 0) throw IoError(parsed.source + ": the source ended early");
+            if (!output.write(buffer.data(), got, stop_requested)) break;
+            done += got;
+            progress.update(done);
+        }
+        if (stop_requested()) {
+            progress.abandon();
+            output.discard();
+            die_of_stop_signal();
+        }
+        output.commit();
+    } catch (...) {
+        progress.abandon();
+        throw;   // main() prints it; the output's destructor removes the partial file
+    }
+    progress.finish(done);
+    return 0;
+}
+
+}  // namespace tensorfs::cli

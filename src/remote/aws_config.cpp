@@ -1,0 +1,268 @@
+#include "aws_config.hpp"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <fstream>
+
+#include "tensorfs/errors.hpp"
+
+namespace tensorfs::remote {
+namespace {
+
+constexpr std::size_t kMaxFileBytes = 1 << 20;
+constexpr std::string_view kDefaultRegion = "us-east-1";
+
+// Ways of getting credentials that AWS's tools know and tensorfs does not take: profile keys and variables.
+constexpr std::array<std::string_view, 7> kUnsupportedProfileKeys = {
+    "role_arn", "credential_process", "sso_session", "sso_start_url", "web_identity_token_file",
+    "credential_source", "login_session"};
+constexpr std::array<std::string_view, 3> kUnsupportedVariables = {
+    "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"};
+
+[[noreturn]] void refuse(const std::string& where, const std::string& what) {
+    throw InvalidSource({Problem{where, what, std::nullopt}});
+}
+
+std::string_view trim(std::string_view text) {
+    const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+    while (!text.empty() && space(text.front())) text.remove_prefix(1);
+    while (!text.empty() && space(text.back())) text.remove_suffix(1);
+    return text;
+}
+
+std::string lower(std::string_view text) {
+    std::string out(text);
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+    return out;
+}
+
+// A variable that is set and not empty (AWS's tools treat an empty one as unset).
+std::optional<std::string> variable(const Environment& environment, const std::string& name) {
+    auto value = environment(name);
+    if (value && value->empty()) return std::nullopt;
+    return value;
+}
+
+std::string home_of(const Environment& environment) {
+    if (auto home = variable(environment, "HOME")) return *home;
+    const passwd* user = ::getpwuid(::getuid());
+    return user != nullptr ? user->pw_dir : "/";
+}
+
+// A file named by `name` (default `fallback` under the home folder), with a leading "~/" meaning the home folder.
+std::string file_path(const Environment& environment, const std::string& name, const std::string& fallback) {
+    std::string path = variable(environment, name).value_or("~/" + fallback);
+    if (path == "~" || path.starts_with("~/")) path = home_of(environment) + path.substr(1);
+    return path;
+}
+
+// The sections of the file at `path`; none when there is no such file.
+std::map<std::string, IniSection> read_ini_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        if (::access(path.c_str(), F_OK) != 0) return {};
+        refuse(path, "cannot be read");
+    }
+    // At most one byte more than allowed is read: the file may be endless (a device, a pipe).
+    std::string text(kMaxFileBytes + 1, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxFileBytes) refuse(path, "is larger than 1 MiB: not an AWS settings file");
+    return parse_ini(text);
+}
+
+bool is_true(const std::optional<std::string>& value) { return value && lower(trim(*value)) == "true"; }
+
+const std::string* find(const IniSection* section, const std::string& key) {
+    if (section == nullptr) return nullptr;
+    const auto found = section->find(key);
+    return found == section->end() || found->second.empty() ? nullptr : &found->second;
+}
+
+struct Files {
+    std::string credentials_path;
+    std::string config_path;
+    std::map<std::string, IniSection> credentials;
+    std::map<std::string, IniSection> config;
+
+    const IniSection* credentials_profile(const std::string& profile) const {
+        const auto found = credentials.find(profile);
+        return found == credentials.end() ? nullptr : &found->second;
+    }
+    const IniSection* config_profile(const std::string& profile) const {
+        auto found = config.find("profile " + profile);
+        if (found == config.end() && profile == "default") found = config.find("default");
+        return found == config.end() ? nullptr : &found->second;
+    }
+};
+
+// Keys from one section; nullopt when it has none, refused when it has half a pair.
+std::optional<AwsKeys> keys_of(const IniSection* section, const std::string& found_in) {
+    const std::string* access = find(section, "aws_access_key_id");
+    const std::string* secret = find(section, "aws_secret_access_key");
+    if (access == nullptr && secret == nullptr) return std::nullopt;
+    if (access == nullptr || secret == nullptr) {
+        refuse(found_in, std::string("has ") + (access ? "aws_access_key_id without aws_secret_access_key"
+                                                       : "aws_secret_access_key without aws_access_key_id"));
+    }
+    const std::string* token = find(section, "aws_session_token");
+    if (token == nullptr) token = find(section, "aws_security_token");
+    return AwsKeys{*access, *secret, token ? *token : "", found_in};
+}
+
+std::optional<AwsKeys> keys_from_environment(const Environment& environment) {
+    const auto access = variable(environment, "AWS_ACCESS_KEY_ID");
+    const auto secret = variable(environment, "AWS_SECRET_ACCESS_KEY");
+    if (!access && !secret) return std::nullopt;
+    if (!access) refuse("AWS_SECRET_ACCESS_KEY", "is set without AWS_ACCESS_KEY_ID");
+    if (!secret) refuse("AWS_ACCESS_KEY_ID", "is set without AWS_SECRET_ACCESS_KEY");
+    auto token = variable(environment, "AWS_SESSION_TOKEN");
+    if (!token) token = variable(environment, "AWS_SECURITY_TOKEN");
+    return AwsKeys{*access, *secret, token.value_or(""), "the environment"};
+}
+
+std::string unsupported_source(const Environment& environment, const IniSection* profile, const std::string& name) {
+    for (const auto key : kUnsupportedProfileKeys) {
+        if (find(profile, std::string(key)) != nullptr) return "profile '" + name + "' gets them by " + std::string(key);
+    }
+    for (const auto name_of_variable : kUnsupportedVariables) {
+        if (variable(environment, std::string(name_of_variable))) return std::string(name_of_variable) + " is set";
+    }
+    return {};
+}
+
+bool has_control_bytes(const std::string& text) {
+    return std::any_of(text.begin(), text.end(), [](unsigned char c) { return c < 0x20 || c == 0x7F; });
+}
+
+// Keys go into request headers: a line break in one would start a header of its own.
+void check_keys(const AwsKeys& keys) {
+    if (has_control_bytes(keys.access_key) || has_control_bytes(keys.secret_key) ||
+        has_control_bytes(keys.session_token)) {
+        refuse(keys.found_in, "the AWS keys or session token hold control characters");
+    }
+}
+
+// A region names a host (s3.REGION.amazonaws.com) and a part of the signature's scope.
+void check_region(const std::string& region, const std::string& found_in) {
+    const bool plain = !region.empty() && region.size() <= 64 &&
+                       std::all_of(region.begin(), region.end(), [](unsigned char c) {
+                           return std::isalnum(c) || c == '-' || c == '_' || c == '.';
+                       });
+    if (!plain) refuse(found_in, "region '" + region + "' is not a region name (letters, digits, '-', '_', '.')");
+}
+
+std::string endpoint_of(const Environment& environment, const Files& files, const IniSection* profile) {
+    if (is_true(variable(environment, "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"))) return {};
+    if (const std::string* ignore = find(profile, "ignore_configured_endpoint_urls"); ignore && is_true(*ignore)) {
+        return {};
+    }
+    if (auto url = variable(environment, "AWS_ENDPOINT_URL_S3")) return *url;
+    if (auto url = variable(environment, "AWS_ENDPOINT_URL")) return *url;
+    if (const std::string* services = find(profile, "services")) {
+        const auto section = files.config.find("services " + *services);
+        if (section != files.config.end()) {
+            if (const std::string* url = find(&section->second, "s3.endpoint_url")) return *url;
+        }
+    }
+    if (const std::string* url = find(profile, "endpoint_url")) return *url;
+    return {};
+}
+
+}  // namespace
+
+std::map<std::string, IniSection> parse_ini(std::string_view text) {
+    std::map<std::string, IniSection> sections;
+    IniSection* section = nullptr;
+    std::string parent;  // the key whose empty value opened nested settings
+    while (!text.empty()) {
+        const std::size_t newline = text.find('\n');
+        std::string_view line = text.substr(0, newline);
+        text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+        const bool indented = !line.empty() && (line.front() == ' ' || line.front() == '\t');
+        line = trim(line);
+        if (line.empty() || line.front() == '#' || line.front() == ';') continue;
+        if (line.front() == '[' && line.back() == ']' && !indented) {
+            section = &sections[std::string(trim(line.substr(1, line.size() - 2)))];
+            parent.clear();
+            continue;
+        }
+        const std::size_t separator = line.find_first_of("=:");
+        if (section == nullptr || separator == std::string_view::npos) continue;  // the CLI refuses these files
+        const std::string key = lower(trim(line.substr(0, separator)));
+        const std::string value(trim(line.substr(separator + 1)));
+        if (indented && !parent.empty()) {
+            (*section)[parent + "." + key] = value;
+        } else {
+            (*section)[key] = value;
+            parent = value.empty() ? key : std::string();
+        }
+    }
+    return sections;
+}
+
+AwsSettings read_aws_settings() {
+    return read_aws_settings([](const std::string& name) -> std::optional<std::string> {
+        const char* value = std::getenv(name.c_str());
+        if (value == nullptr) return std::nullopt;
+        return std::string(value);
+    });
+}
+
+AwsSettings read_aws_settings(const Environment& environment) {
+    Files files;
+    files.credentials_path = file_path(environment, "AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials");
+    files.config_path = file_path(environment, "AWS_CONFIG_FILE", ".aws/config");
+    files.credentials = read_ini_file(files.credentials_path);
+    files.config = read_ini_file(files.config_path);
+
+    AwsSettings settings;
+    std::string profile_variable = "AWS_PROFILE";
+    auto named_profile = variable(environment, profile_variable);
+    if (!named_profile) named_profile = variable(environment, profile_variable = "AWS_DEFAULT_PROFILE");
+    settings.profile = named_profile.value_or("default");
+    const IniSection* credentials_profile = files.credentials_profile(settings.profile);
+    const IniSection* config_profile = files.config_profile(settings.profile);
+    if (named_profile && credentials_profile == nullptr && config_profile == nullptr) {
+        refuse(files.config_path, "has no profile '" + settings.profile + "' (named by " + profile_variable +
+                                      "), and " + files.credentials_path + " has none either");
+    }
+
+    settings.keys = keys_from_environment(environment);
+    if (!settings.keys) {
+        settings.keys = keys_of(credentials_profile,
+                                "profile '" + settings.profile + "' of " + files.credentials_path);
+    }
+    if (!settings.keys) {
+        settings.keys = keys_of(config_profile, "profile '" + settings.profile + "' of " + files.config_path);
+    }
+    if (!settings.keys) {
+        settings.unsupported_source = unsupported_source(environment, config_profile, settings.profile);
+        if (settings.unsupported_source.empty()) {
+            settings.unsupported_source = unsupported_source(environment, credentials_profile, settings.profile);
+        }
+    }
+
+    std::string region_found_in = "AWS_REGION";
+    if (auto region = variable(environment, "AWS_REGION")) {
+        settings.region = *region;
+    } else if (auto default_region = variable(environment, "AWS_DEFAULT_REGION")) {
+        settings.region = *default_region;
+        region_found_in = "AWS_DEFAULT_REGION";
+    } else if (const std::string* profile_region = find(config_profile, "region")) {
+        settings.region = *profile_region;
+        region_found_in = "profile '" + settings.profile + "' of " + files.config_path;
+    } else {
+        settings.region = kDefaultRegion;
+    }
+    check_region(settings.region, region_found_in);
+    if (settings.keys) check_keys(*settings.keys);
+    settings.endpoint = endpoint_of(environment, files, config_profile);
+    return settings;
+}
+
+}  // namespace tensorfs::remote

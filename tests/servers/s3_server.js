@@ -1,0 +1,324 @@
+'use strict';
+// An S3 server for the tests, on 127.0.0.1 only: s3rver (the protocol: buckets, ranged GET, ETag, ListObjectsV2
+// with continuation tokens) behind a front of our own that checks every request as AWS S3 does, since s3rver does
+// not: the AWS Signature Version 4 is recomputed with AWS's own signer (@aws-sdk/signature-v4) from the method,
+// path, query and signed headers as received, and a request that does not match is answered 403
+// SignatureDoesNotMatch. The front also answers If-Match as S3 does (412 PreconditionFailed), which s3rver ignores.
+//
+//   node s3_server.js DATA_DIR LOG_FILE     settings as JSON on stdin (below); prints {"front": PORT, "store": PORT}
+//
+// Settings (changed later by PUT /.front/settings with a JSON object, merged; bucket names never start with '.'):
+//   region                the region requests must be signed for (default us-east-1)
+//   accounts              [{access_key, secret_key, session_token?, buckets?}]: who may read; with session_token,
+//                         temporary credentials whose token must come signed; buckets, if given, the only ones
+//                         this account may read
+//   public_buckets        buckets anyone may read without signing
+//   clock_offset_seconds  how far the front's clock is ahead of the machine's (to answer RequestTimeTooSkewed)
+// The store port takes unsigned requests of any kind: the tests create buckets and objects through it.
+// LOG_FILE gets one JSON line per request through the front (no header values, so no secret).
+
+const crypto = require('crypto');
+const fs = require('fs');
+const http = require('http');
+const S3rver = require('s3rver');
+const { SignatureV4 } = require('@aws-sdk/signature-v4');
+const { Sha256 } = require('@aws-crypto/sha256-js');
+
+const SKEW_LIMIT_MS = 15 * 60 * 1000;
+const EMPTY_SHA256 = crypto.createHash('sha256').update('').digest('hex');
+const MAX_BODY_BYTES = 1 << 20;
+
+const [dataDir, logFile] = process.argv.slice(2);
+let settings = { region: 'us-east-1', accounts: [], public_buckets: [], clock_offset_seconds: 0 };
+const log = fs.createWriteStream(logFile, { flags: 'a' });
+
+class S3Refusal extends Error {
+  constructor(status, code, message, detail = {}) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.detail = detail;
+  }
+}
+
+function xmlEscape(text) {
+  return String(text).replace(/[&<>"']/g, c => `&#${c.charCodeAt(0)};`);
+}
+
+function errorXml(code, message, detail) {
+  const extra = Object.entries(detail).map(([k, v]) => `<${k}>${xmlEscape(v)}</${k}>`).join('');
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${xmlEscape(message)}` +
+         `</Message>${extra}<RequestId>${crypto.randomBytes(8).toString('hex')}</RequestId></Error>`;
+}
+
+// S3's own encoding of a path segment or query part for the canonical request: RFC 3986's unreserved characters
+// stay, every other byte is %XX (upper case).
+function awsEncode(text) {
+  return encodeURIComponent(text).replace(/[!'()*]/g, c => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+}
+
+function decode(text) {
+  try {
+    return decodeURIComponent(text);
+  } catch (e) {
+    throw new S3Refusal(400, 'InvalidURI', "Couldn't parse the specified URI.");
+  }
+}
+
+// The path as S3 reads it: each segment decoded, then encoded again its own way (so a client that signed another
+// encoding of the same key than S3's fails, as on AWS).
+function canonicalPath(rawPath) {
+  return rawPath.split('/').map(segment => awsEncode(decode(segment))).join('/');
+}
+
+// The query as received: {name: value or [values]}, decoded ('+' is a plus sign: AWS clients encode spaces).
+function parseQuery(rawQuery) {
+  const query = {};
+  if (!rawQuery) return query;
+  for (const part of rawQuery.split('&')) {
+    if (part === '') continue;
+    const equals = part.indexOf('=');
+    const name = decode(equals < 0 ? part : part.slice(0, equals));
+    const value = equals < 0 ? '' : decode(part.slice(equals + 1));
+    if (name in query) query[name] = [].concat(query[name], value);
+    else query[name] = value;
+  }
+  return query;
+}
+
+// "20240102T030405Z" as a Date; null when it is not one.
+function parseAmzDate(text) {
+  const match = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(text || '');
+  if (!match) return null;
+  const [, y, mo, d, h, mi, s] = match.map(Number);
+  return new Date(Date.UTC(y, mo - 1, d, h, mi, s));
+}
+
+function parseAuthorization(header) {
+  const space = header.indexOf(' ');
+  const algorithm = space < 0 ? header : header.slice(0, space);
+  if (algorithm !== 'AWS4-HMAC-SHA256') {
+    throw new S3Refusal(400, 'InvalidArgument', 'Unsupported Authorization Type', { ArgumentName: 'Authorization' });
+  }
+  const parts = {};
+  for (const component of header.slice(space + 1).split(',')) {
+    const equals = component.indexOf('=');
+    if (equals > 0) parts[component.slice(0, equals).trim()] = component.slice(equals + 1).trim();
+  }
+  for (const name of ['Credential', 'SignedHeaders', 'Signature']) {
+    if (!parts[name]) {
+      throw new S3Refusal(400, 'AuthorizationHeaderMalformed',
+                          `The authorization header is malformed; missing ${name}.`);
+    }
+  }
+  const [accessKey, date, region, service, terminator, ...rest] = parts.Credential.split('/');
+  if (rest.length || terminator !== 'aws4_request' || service !== 's3') {
+    throw new S3Refusal(400, 'AuthorizationHeaderMalformed',
+                        'The authorization header is malformed; the Credential is mal-formed.');
+  }
+  return { accessKey, date, region, signedHeaders: parts.SignedHeaders.split(';'), signature: parts.Signature };
+}
+
+// Checks a signed request as S3 does; returns the account, or throws the refusal S3 would answer.
+async function checkSigned(request, rawPath, rawQuery, body) {
+  const auth = parseAuthorization(request.headers.authorization);
+  const account = settings.accounts.find(a => a.access_key === auth.accessKey);
+  if (!account) {
+    throw new S3Refusal(403, 'InvalidAccessKeyId',
+                        'The AWS Access Key Id you provided does not exist in our records.',
+                        { AWSAccessKeyId: auth.accessKey });
+  }
+  const amzDate = request.headers['x-amz-date'];
+  const signedAt = parseAmzDate(amzDate);
+  if (!signedAt) throw new S3Refusal(403, 'AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
+  const now = new Date(Date.now() + 1000 * (settings.clock_offset_seconds || 0));
+  if (Math.abs(now - signedAt) > SKEW_LIMIT_MS) {
+    throw new S3Refusal(403, 'RequestTimeTooSkewed',
+                        'The difference between the request time and the current time is too large.',
+                        { RequestTime: amzDate, ServerTime: now.toISOString().replace(/\.\d+/, ''),
+                          MaxAllowedSkewMilliseconds: SKEW_LIMIT_MS });
+  }
+  if (auth.date !== amzDate.slice(0, 8)) {
+    throw new S3Refusal(400, 'AuthorizationHeaderMalformed',
+                        `The authorization header is malformed; Invalid credential date "${auth.date}". ` +
+                        'This date is not the same as X-Amz-Date: "' + amzDate.slice(0, 8) + '".');
+  }
+  if (auth.region !== settings.region) {
+    throw new S3Refusal(400, 'AuthorizationHeaderMalformed',
+                        `The authorization header is malformed; the region '${auth.region}' is wrong; ` +
+                        `expecting '${settings.region}'`, { Region: settings.region });
+  }
+  const contentSha256 = request.headers['x-amz-content-sha256'];
+  if (contentSha256 === undefined) {
+    throw new S3Refusal(400, 'InvalidRequest', 'Missing required header for this request: x-amz-content-sha256');
+  }
+  const bodySha256 = crypto.createHash('sha256').update(body).digest('hex');
+  if (contentSha256 !== 'UNSIGNED-PAYLOAD' && contentSha256 !== bodySha256) {
+    throw new S3Refusal(400, 'XAmzContentSHA256Mismatch',
+                        "The provided 'x-amz-content-sha256' header does not match what was computed.",
+                        { ClientComputedContentSHA256: contentSha256, S3ComputedContentSHA256: bodySha256 });
+  }
+  const signed = new Set(auth.signedHeaders);
+  const unsigned = Object.keys(request.headers).filter(name => name.startsWith('x-amz-') && !signed.has(name));
+  if (!signed.has('host') || unsigned.length) {
+    throw new S3Refusal(403, 'AccessDenied', 'There were headers present in the request which were not signed',
+                        { HeadersNotSigned: unsigned.length ? unsigned.join(', ') : 'host' });
+  }
+  const token = request.headers['x-amz-security-token'];
+  if ((account.session_token || undefined) !== token) {
+    throw new S3Refusal(403, 'InvalidToken', 'The provided token is malformed or otherwise invalid.');
+  }
+
+  const headers = {};
+  for (const name of auth.signedHeaders) {
+    if (request.headers[name] === undefined) {
+      throw new S3Refusal(403, 'SignatureDoesNotMatch', `Signed header ${name} is not in the request.`);
+    }
+    headers[name] = request.headers[name];
+  }
+  const signer = new SignatureV4({
+    credentials: { accessKeyId: account.access_key, secretAccessKey: account.secret_key },
+    region: auth.region, service: 's3', sha256: Sha256, uriEscapePath: false, applyChecksum: false,
+  });
+  const recomputed = await signer.sign(
+    { method: request.method, protocol: 'http:', hostname: request.headers.host, path: canonicalPath(rawPath),
+      query: parseQuery(rawQuery), headers },
+    { signingDate: signedAt, signableHeaders: signed });
+  const expected = /Signature=([0-9a-f]+)/.exec(recomputed.headers.authorization)[1];
+  const expectedList = /SignedHeaders=([^,]+)/.exec(recomputed.headers.authorization)[1];
+  if (expected !== auth.signature || expectedList !== auth.signedHeaders.join(';')) {
+    throw new S3Refusal(403, 'SignatureDoesNotMatch',
+                        'The request signature we calculated does not match the signature you provided. ' +
+                        'Check your key and signing method.', { AWSAccessKeyId: auth.accessKey });
+  }
+  return account;
+}
+
+function bucketOf(rawPath) {
+  return decode(rawPath.split('/')[1] || '');
+}
+
+async function authorize(request, rawPath, rawQuery, body) {
+  const bucket = bucketOf(rawPath);
+  if (request.headers.authorization === undefined) {
+    const reads = request.method === 'GET' || request.method === 'HEAD';
+    if (!reads || !settings.public_buckets.includes(bucket)) throw new S3Refusal(403, 'AccessDenied', 'Access Denied');
+    return 'anonymous';
+  }
+  const account = await checkSigned(request, rawPath, rawQuery, body);
+  if (account.buckets && !account.buckets.includes(bucket)) throw new S3Refusal(403, 'AccessDenied', 'Access Denied');
+  return account.access_key;
+}
+
+function readBody(request) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    let length = 0;
+    request.on('data', chunk => {
+      length += chunk.length;
+      if (length > MAX_BODY_BYTES) {
+        reject(new S3Refusal(400, 'EntityTooLarge', 'The front takes small request bodies only.'));
+        request.destroy();
+      } else {
+        chunks.push(chunk);
+      }
+    });
+    request.on('end', () => resolve(Buffer.concat(chunks)));
+    request.on('error', reject);
+  });
+}
+
+const storeAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+function forward(request, response, storePort, record) {
+  const headers = {};
+  for (const [name, value] of Object.entries(request.headers)) {
+    // s3rver verifies nothing of SigV4 but would refuse an access key it does not know: it sees anonymous reads.
+    if (name !== 'authorization' && !name.startsWith('x-amz-') && name !== 'if-match') headers[name] = value;
+  }
+  headers.host = `127.0.0.1:${storePort}`;
+  const upstream = http.request({ host: '127.0.0.1', port: storePort, method: request.method, path: request.url,
+                                  headers, agent: storeAgent }, answer => {
+    const ifMatch = request.headers['if-match'];
+    const etag = answer.headers.etag;
+    if (ifMatch !== undefined && answer.statusCode < 300 && ifMatch !== '*' && ifMatch !== etag) {
+      answer.destroy();
+      refuse(response, new S3Refusal(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified ' +
+                                     'did not hold', { Condition: 'If-Match' }), record);
+      return;
+    }
+    // s3rver answers a range of an empty object with 206 and a Content-Length of 1 but no body; S3 answers 416.
+    if (answer.statusCode === 206 && /\/0$/.test(answer.headers['content-range'] || '')) {
+      answer.destroy();
+      refuse(response, new S3Refusal(416, 'InvalidRange', 'The requested range is not satisfiable',
+                                     { RangeRequested: request.headers.range, ActualObjectSize: 0 }), record);
+      return;
+    }
+    record.status = answer.statusCode;
+    record.bytes = 0;
+    answer.on('data', chunk => { record.bytes += chunk.length; });
+    answer.on('end', () => log.write(JSON.stringify(record) + '\n'));
+    response.writeHead(answer.statusCode, answer.headers);
+    answer.pipe(response);
+  });
+  upstream.on('error', error => refuse(response, new S3Refusal(500, 'InternalError', String(error)), record));
+  upstream.end();
+}
+
+function refuse(response, refusal, record) {
+  const body = Buffer.from(errorXml(refusal.code, refusal.message, refusal.detail));
+  record.status = refusal.status;
+  record.error = refusal.code;
+  record.bytes = 0;
+  log.write(JSON.stringify(record) + '\n');
+  response.writeHead(refusal.status, { 'Content-Type': 'application/xml', 'Content-Length': body.length });
+  response.end(body);
+}
+
+function serveFront(storePort) {
+  return http.createServer(async (request, response) => {
+    const question = request.url.indexOf('?');
+    const rawPath = question < 0 ? request.url : request.url.slice(0, question);
+    const rawQuery = question < 0 ? '' : request.url.slice(question + 1);
+    const record = { method: request.method, path: rawPath, query: rawQuery, range: request.headers.range || null,
+                     signed_headers: null };
+    try {
+      const body = await readBody(request);
+      if (rawPath === '/.front/settings' && request.method === 'PUT') {
+        settings = { ...settings, ...JSON.parse(body.toString()) };
+        response.writeHead(204);
+        response.end();
+        return;
+      }
+      if (request.headers.authorization) {
+        const match = /SignedHeaders=([^,\s]+)/.exec(request.headers.authorization);
+        record.signed_headers = match ? match[1] : '';
+      }
+      record.who = await authorize(request, rawPath, rawQuery, body);
+      forward(request, response, storePort, record);
+    } catch (error) {
+      refuse(response, error instanceof S3Refusal ? error : new S3Refusal(500, 'InternalError', String(error)),
+             record);
+    }
+  });
+}
+
+async function main() {
+  const input = fs.readFileSync(0, 'utf8');
+  if (input.trim()) settings = { ...settings, ...JSON.parse(input) };
+  const store = new S3rver({ address: '127.0.0.1', port: 0, directory: dataDir, silent: true,
+                             vhostBuckets: false });
+  const storeAddress = await store.run();
+  const front = serveFront(storeAddress.port);
+  front.keepAliveTimeout = 60000;
+  await new Promise(resolve => front.listen(0, '127.0.0.1', resolve));
+  process.stdout.write(JSON.stringify({ front: front.address().port, store: storeAddress.port }) + '\n');
+  const stop = () => process.exit(0);
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+main().catch(error => {
+  process.stderr.write(`s3_server: ${error.stack || error}\n`);
+  process.exit(1);
+});
