@@ -126,7 +126,7 @@ class ManyTensors(unittest.TestCase):
             with Mount(folder) as m:
                 [pid] = daemon_pids(m.path)
                 root = sorted(os.listdir(m.path))
-                self.assertEqual(root, sorted(names + ["model.json", ".tensorfs"]))
+                self.assertEqual(root, sorted(names + ["model.json", "model.safetensors", ".tensorfs"]))
                 found = subprocess.run(["find", m.path, "-name", "meta.json"], check=True, capture_output=True,
                                        text=True, timeout=600).stdout.split()
                 self.assertEqual(len(found), self.TENSORS)
