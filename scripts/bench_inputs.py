@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes the benchmark's inputs: large checkpoints made of valid bytes, quickly (a few random blocks repeated).
 
-usage: bench_inputs.py FOLDER [--scale S]
+usage: bench_inputs.py FOLDER [--scale S] [--only read,moe,million,remote]
 
 FOLDER/bf16.safetensors      BF16 model, 16 tensors of 4096 x 16384 x S (2 GiB at S=1)
 FOLDER/q4_k.gguf             Q4_K model, 16 tensors of 16384 x 4096 x S (576 MiB of blocks at S=1)
@@ -10,9 +10,12 @@ FOLDER/<type>.gguf           for each low-bit type of LOW_BIT_TYPES (iq2_xxs, iq
                              of 65536 x 4096 x S (200-440 MiB of blocks at S=1)
 FOLDER/moe-small/            100,000 F32 tensors in 200 safetensors shards + index, sparse files
 FOLDER/moe-large/            the same names and shards with a data section 100 times larger, sparse files
+FOLDER/moe-million/          1,000,000 F32 tensors in 1,000 safetensors shards + index, sparse files
 FOLDER/remote/big.safetensors  one BF16 tensor of 512 MiB x S, for the remote figures
 FOLDER/remote/moe-small/       moe-small again, served over HTTP by the remote figures
-S < 1 makes everything smaller, for a quick try of the script itself. --only read|remote writes one part.
+S < 1 makes everything smaller, for a quick try of the script itself. --only writes some of them: read (the
+safetensors and GGUF models above), moe (the two 100,000-tensor checkpoints), million, remote; all but million by
+default.
 """
 import argparse
 import json
@@ -142,26 +145,30 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("folder")
     parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--only", choices=("read", "remote"), default=None)
+    parser.add_argument("--only", default="read,moe,remote", help="comma-separated: read, moe, million, remote")
     args = parser.parse_args()
+    only = set(args.only.split(","))
     rng = np.random.default_rng(5)
     os.makedirs(args.folder, exist_ok=True)
+    if "read" in only:
+        write_bf16_model(os.path.join(args.folder, "bf16.safetensors"), args.scale, rng)
+        write_gguf_model(os.path.join(args.folder, "q4_k.gguf"), "Q4_K", 16, args.scale, rng)
+        write_gguf_model(os.path.join(args.folder, "q6_k.gguf"), "Q6_K", 12, args.scale, rng)
+        for type_name in LOW_BIT_TYPES:  # 1 GiB of float32 per tensor, so that raw's first pass reads 50-110 MB
+            write_gguf_model(os.path.join(args.folder, f"{type_name.lower()}.gguf"), type_name, 4, args.scale, rng,
+                             rows=65536)
     tensors = max(200, int(100_000 * min(args.scale, 1.0)))
-    if args.only != "read":
+    if "moe" in only:
+        write_sparse_checkpoint(os.path.join(args.folder, "moe-small"), tensors, 200, 1024)
+        write_sparse_checkpoint(os.path.join(args.folder, "moe-large"), tensors, 200, 102400)
+    if "million" in only:
+        millions = max(1000, int(1_000_000 * min(args.scale, 1.0)))
+        write_sparse_checkpoint(os.path.join(args.folder, "moe-million"), millions, 1000, 1024)
+    if "remote" in only:
         remote = os.path.join(args.folder, "remote")
         os.makedirs(remote, exist_ok=True)
         write_remote_model(os.path.join(remote, "big.safetensors"), args.scale, rng)
         write_sparse_checkpoint(os.path.join(remote, "moe-small"), tensors, 200, 1024)
-    if args.only == "remote":
-        return
-    write_bf16_model(os.path.join(args.folder, "bf16.safetensors"), args.scale, rng)
-    write_gguf_model(os.path.join(args.folder, "q4_k.gguf"), "Q4_K", 16, args.scale, rng)
-    write_gguf_model(os.path.join(args.folder, "q6_k.gguf"), "Q6_K", 12, args.scale, rng)
-    for type_name in LOW_BIT_TYPES:  # 1 GiB of float32 per tensor, so that raw's first pass reads 50-110 MB
-        write_gguf_model(os.path.join(args.folder, f"{type_name.lower()}.gguf"), type_name, 4, args.scale, rng,
-                         rows=65536)
-    write_sparse_checkpoint(os.path.join(args.folder, "moe-small"), tensors, 200, 1024)
-    write_sparse_checkpoint(os.path.join(args.folder, "moe-large"), tensors, 200, 102400)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,11 @@
 # Installs the Debian 12 packages tensorfs needs to build, test and run, if any is missing.
 set -euo pipefail
 # libcurl for remote sources; nginx-light and openssl run the remote tests' servers (a CA made per run); curl is
-# the remote benchmark's baseline. python3-torch: the tests write and load PyTorch checkpoints with it, and check
-# the 16-bit views against PyTorch's own bfloat16 rounding (tests/integration/test_views.py).
-packages=(g++ cmake make pkg-config libfuse3-dev fuse3 nlohmann-json3-dev libboost-test-dev python3-numpy
-          python3-torch clang libclang-rt-14-dev libcurl4-openssl-dev nginx-light openssl curl)
+# the remote benchmark's baseline. python3-torch: the tests write and load PyTorch checkpoints with it, and
+# check the 16-bit views against PyTorch's own bfloat16 rounding (tests/integration/test_views.py).
+# libsimdjson-dev reads safetensors headers and indexes.
+packages=(g++ cmake make pkg-config libfuse3-dev fuse3 nlohmann-json3-dev libsimdjson-dev libboost-test-dev
+          python3-numpy python3-torch clang libclang-rt-14-dev libcurl4-openssl-dev nginx-light openssl curl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

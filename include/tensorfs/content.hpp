@@ -4,6 +4,7 @@
 
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -82,17 +83,21 @@ public:
         std::size_t length;  // already clipped to the file's size
     };
     std::optional<FileSlice> source_slice(Node node, std::uint64_t offset, std::size_t length) const;
+    // The same slice, not counted: for a look at where the bytes are before serving the read.
+    std::optional<FileSlice> source_range(Node node, std::uint64_t offset, std::size_t length) const;
     // Reads a slice's bytes into `dst` (from the source, never from its mapping). Throws IoError.
     void read_slice(const FileSlice& slice, void* dst) const {
         files_.read_of_tensor(*slice.tensor, slice.offset, slice.length, dst);
     }
 
-    const std::string& npy_header(std::uint32_t tensor) const { return npy_headers_[tensor]; }
+    // The header of dequant.npy (made when asked: a few hundred bytes a tensor, kept for none); "" without dequant.
+    std::string npy_header(std::uint32_t tensor) const;
     Stats& stats() { return stats_; }
     std::size_t chunk_bytes() const { return dequant_.chunk_bytes(); }
 
 private:
     std::string meta_json(std::uint32_t tensor) const;
+    std::uint64_t meta_json_size(std::uint32_t tensor) const;
     // Whether the node's bytes are its tensor's raw bytes (see source_slice).
     bool serves_raw(Node node) const;
     FileKindCounters* counters_of(NodeKind kind) const;
@@ -109,8 +114,10 @@ private:
     const ModelExport* model_export_;
     DequantReader dequant_;
     std::string model_json_;
-    std::vector<std::string> npy_headers_;              // per tensor; empty for tensors without dequant
     std::vector<std::optional<ValueView>> raw_views_;   // per tensor: the view its raw bytes are, if any
+    // Per tensor, the size of its meta.json once asked (0 until then: no meta.json is empty). A walk asks for every
+    // one, in readdirplus replies; the text itself is made again at each read.
+    std::unique_ptr<std::atomic<std::uint32_t>[]> meta_json_sizes_;
 };
 
 }  // namespace tensorfs

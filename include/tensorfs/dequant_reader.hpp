@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "tensorfs/background_queue.hpp"
@@ -54,10 +55,13 @@ private:
     ChunkCache::Fill decoder(std::uint32_t tensor, ValueView view, std::uint64_t index);
     void decode(std::uint32_t tensor, ValueView view, std::uint64_t index, float* values);
     void decode_ahead_of(std::uint32_t tensor, ValueView view, std::uint64_t last);
+    // The per-dtype counter of decoded bytes for tensors of `type`.
+    Counter& decoded_bytes_of(const TypeTraits& type);
 
     const Catalog& catalog_;
     const SourceFiles& files_;
     Stats& stats_;
+    std::vector<std::pair<const TypeTraits*, Counter*>> decoded_by_type_;
     const std::size_t chunk_bytes_;
     const std::size_t strided_chunk_bytes_;  // for the chunks of strided views
     ChunkCache cache_;

@@ -14,4 +14,7 @@ inline constexpr std::size_t kMaxDirectoryName = 255;
 // The name must not be empty.
 std::string directory_name_for(std::string_view tensor_name);
 
+// Whether a tensor's directory name is its name as it is (nearly always): then it needs no copy of its own.
+bool is_own_directory_name(std::string_view tensor_name);
+
 }  // namespace tensorfs

@@ -1,10 +1,17 @@
-// Live counters of a mount, shown in .tensorfs/stats.json and by `tensorfs stats`.
+// Live counters of a mount, shown in .tensorfs/stats.json, .tensorfs/metrics and by `tensorfs stats`. They live in
+// the base layer (src/base), below io and vfs, because every layer counts: the chunk cache (src/io) as well as
+// the tree's files (src/vfs) and the FUSE adapter. This header and src/base depend on nothing of tensorfs.
 #pragma once
 
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -35,21 +42,102 @@ struct RemoteCounters {
     nlohmann::ordered_json to_json() const;
 };
 
+// How long reads took, counted in fixed buckets: lock-free, so every read may be counted.
+class LatencyHistogram {
+public:
+    // Upper bounds of the buckets in nanoseconds, and the same as Prometheus' `le` label writes them (seconds).
+    // A last bucket, past the table, takes everything slower.
+    static constexpr std::array<std::uint64_t, 16> kBoundNanoseconds{
+        25'000,     50'000,      100'000,     250'000,     500'000,       1'000'000,     2'500'000,     5'000'000,
+        10'000'000, 25'000'000,  50'000'000,  100'000'000, 250'000'000,   500'000'000,   1'000'000'000, 5'000'000'000};
+    static constexpr std::array<std::string_view, 16> kBoundSeconds{
+        "2.5e-05", "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005",
+        "0.01",    "0.025", "0.05",   "0.1",     "0.25",   "0.5",   "1",      "5"};
+    static constexpr std::size_t kBuckets = kBoundNanoseconds.size() + 1;
+
+    void observe(std::uint64_t nanoseconds);
+    // Observations in bucket `index` alone (not cumulative); index kBuckets - 1 is the slowest.
+    std::uint64_t in_bucket(std::size_t index) const { return buckets_[index].get(); }
+    std::uint64_t nanoseconds() const { return nanoseconds_.get(); }
+
+private:
+    std::array<Counter, kBuckets> buckets_;
+    Counter nanoseconds_;
+};
+
+// The requests the kernel sends to the daemon, by kind: what a walk or a read costs in round trips.
+enum class FuseRequest : std::uint8_t {
+    Lookup,
+    Forget,  // FORGET and BATCH_FORGET messages (no reply)
+    Getattr,
+    Open,
+    Read,
+    Release,
+    Opendir,
+    Readdir,
+    Readdirplus,
+    Releasedir,
+    Statfs,
+    Getxattr,
+    Listxattr,
+    Access,
+    Refused,  // every request that would change something (answered EROFS)
+};
+inline constexpr std::array<std::string_view, 15> kFuseRequestNames{
+    "lookup",  "forget",      "getattr",    "open",   "read",     "release",   "opendir", "readdir",
+    "readdirplus", "releasedir", "statfs", "getxattr", "listxattr", "access", "refused"};
+
+class FuseRequestCounters {
+public:
+    void add(FuseRequest request) { counters_[static_cast<std::size_t>(request)].add(1); }
+    std::uint64_t get(std::size_t index) const { return counters_[index].get(); }
+
+private:
+    std::array<Counter, kFuseRequestNames.size()> counters_;
+};
+
+// Counters kept per stored dtype ("BF16", "Q4_K"). The dtypes are registered while the mount is set up, before
+// any reader counts; counting and reading are lock-free afterwards.
+class DtypeCounters {
+public:
+    // The counter of `dtype`, registered if new. Not thread-safe: for the setup only.
+    Counter& of(std::string_view dtype);
+    void for_each(const std::function<void(const std::string& dtype, const Counter&)>& visit) const;
+
+private:
+    std::map<std::string, Counter, std::less<>> counters_;  // node-based: a Counter never moves
+};
+
 struct Stats {
     FileKindCounters raw, dequant_f32, dequant_npy, dequant_bf16, dequant_f16, model_safetensors, json;
     // A wait is a read that found its chunk being decoded by another thread and took that decode (also a hit).
     Counter cache_hits, cache_misses, cache_waits, cache_evictions, cache_decoded_ahead;
     Counter bytes_decoded, decode_nanoseconds;   // bytes of float32 decoded (also for the 16-bit views)
+    DtypeCounters bytes_decoded_by_dtype;  // the same, by the tensor's stored dtype
     Counter read_errors;     // reads answered with an error
     Counter reply_errors;    // replies the kernel did not take (reader gone, or a source page it could not copy)
     std::atomic<std::uint64_t> cache_bytes_in_use{0};
     std::uint64_t cache_budget = 0;
     std::uint64_t cache_chunk_bytes = 0;   // the usual size of a decoded chunk
     std::uint64_t decode_workers = 0;      // threads that decode ahead of sequential readers
+    std::string decode_kernels;            // the kernel path in use ("avx512", "avx2", "portable")
     std::shared_ptr<RemoteCounters> remote = std::make_shared<RemoteCounters>();
+    FuseRequestCounters requests;
+    // Time from a read request's arrival to its reply, by what was read: raw, the dequant views (16-bit ones too),
+    // the JSON files, model.safetensors.
+    LatencyHistogram raw_read_latency, dequant_read_latency, meta_read_latency, model_read_latency;
+    // Where the mount is, as every metric's `mountpoint` label says (none when empty): node_exporter merges the
+    // files of several mounts into one set of series.
+    std::string mountpoint;
 
-    // The counters as JSON, padded with spaces to a fixed size so that stat() of stats.json is exact.
+    // The counters as JSON, padded with spaces to kStatsJsonSize so that stat() of stats.json is exact.
     std::string render_json() const;
+    // The counters in Prometheus' text exposition format (format 0.0.4), padded with a last comment line to
+    // metrics_size() so that stat() of the metrics file is exact.
+    std::string render_prometheus() const;
+    // The size of render_prometheus(): the longest text the counters can give, fixed once the dtypes are
+    // registered and the mountpoint set.
+    std::size_t metrics_size() const;
 };
 
 // The size stats.json always has.

@@ -1,9 +1,11 @@
-// `tensorfs stats MOUNTPOINT [--json]`: the live counters of a mount (its .tensorfs/stats.json), readable.
+// `tensorfs stats MOUNTPOINT [--json | --prometheus]`: the live counters of a mount (its .tensorfs/stats.json),
+// readable; or its .tensorfs/metrics, for node_exporter's textfile collector.
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 
@@ -39,11 +41,13 @@ bool is_group_of_counters(const Json& value) {
     return true;
 }
 
-// A group of counters on one line: "hits 10, misses 3, hit rate 76.9%".
-std::string group_text(const Json& group) {
+// A group of counters on one line: "hits 10, misses 3, hit rate 76.9%". The counters of a group named for bytes
+// (bytes_by_dtype) are all sizes.
+std::string group_text(const std::string& name, const Json& group) {
+    const bool of_bytes = name.find("bytes") != std::string::npos;
     std::string text;
     for (const auto& [key, value] : group.items()) {
-        text += (text.empty() ? "" : ", ") + key + " " + counter_text(key, value);
+        text += (text.empty() ? "" : ", ") + key + " " + counter_text(of_bytes ? "bytes" : key, value);
     }
     if (group.contains("hits") && group.contains("misses") && group["hits"].is_number_unsigned() &&
         group["misses"].is_number_unsigned()) {
@@ -65,7 +69,7 @@ void add_rows(Table& table, const Json& object, const std::string& indent) {
         if (!value.is_object()) {
             table.add_row({indent + key, counter_text(key, value)});
         } else if (is_group_of_counters(value)) {
-            table.add_row({indent + key, group_text(value)});
+            table.add_row({indent + key, group_text(key, value)});
         } else {
             table.add_row({indent + key, ""});
             add_rows(table, value, indent + "  ");
@@ -73,23 +77,51 @@ void add_rows(Table& table, const Json& object, const std::string& indent) {
     }
 }
 
-}  // namespace
-
-int stats_command(const Arguments& args) {
-    const SplitArguments split = split_arguments(args, {"--json"});
-    if (!split.error.empty()) return usage_error(split.error);
-    if (split.positional.size() != 1) return usage_error("stats needs MOUNTPOINT");
-    const std::string path = split.positional[0] + "/.tensorfs/stats.json";
+// The text of the mount's .tensorfs/`name`, or the exit status of the failure it printed.
+std::variant<std::string, int> read_counters(const std::string& mountpoint, const std::string& name) {
+    const std::string path = mountpoint + "/.tensorfs/" + name;
     std::ifstream file(path, std::ios::binary);
-    if (!file && errno == ENOENT) {
-        return failure(split.positional[0] + " is not a tensorfs mount (no .tensorfs/stats.json)");
-    }
+    if (!file && errno == ENOENT) return failure(mountpoint + " is not a tensorfs mount (no .tensorfs/" + name + ")");
     if (!file) return failure(path + ": " + std::strerror(errno));  // e.g. the daemon died: not connected
     std::ostringstream text;
     text << file.rdbuf();
     if (file.bad()) return failure(path + ": " + std::strerror(errno));
-    const Json stats = Json::parse(text.str(), nullptr, false);
-    if (stats.is_discarded() || !stats.is_object()) return failure(path + ": not the JSON of a tensorfs mount");
+    return text.str();
+}
+
+// The metrics without the comment line that pads the file to its fixed size.
+std::string without_padding(std::string text) {
+    const std::size_t last_line = text.rfind('\n', text.size() >= 2 ? text.size() - 2 : 0);
+    const std::size_t start = last_line == std::string::npos ? 0 : last_line + 1;
+    if (start < text.size() && text[start] == '#' &&
+        text.find_first_not_of(' ', start + 1) == text.size() - 1 && text.back() == '\n') {
+        text.resize(start);
+    }
+    return text;
+}
+
+}  // namespace
+
+int stats_command(const Arguments& args) {
+    const SplitArguments split = split_arguments(args, {"--json", "--prometheus"});
+    if (!split.error.empty()) return usage_error(split.error);
+    if (split.positional.size() != 1) return usage_error("stats needs MOUNTPOINT");
+    if (split.has("--json") && split.has("--prometheus")) {
+        return usage_error("stats takes --json or --prometheus, not both");
+    }
+    const std::string& mountpoint = split.positional[0];
+    if (split.has("--prometheus")) {
+        auto metrics = read_counters(mountpoint, "metrics");
+        if (const int* status = std::get_if<int>(&metrics)) return *status;
+        std::fputs(without_padding(std::move(std::get<std::string>(metrics))).c_str(), stdout);
+        return 0;
+    }
+    auto text = read_counters(mountpoint, "stats.json");
+    if (const int* status = std::get_if<int>(&text)) return *status;
+    const Json stats = Json::parse(std::get<std::string>(text), nullptr, false);
+    if (stats.is_discarded() || !stats.is_object()) {
+        return failure(mountpoint + "/.tensorfs/stats.json: not the JSON of a tensorfs mount");
+    }
 
     if (split.has("--json")) {
         std::fputs((stats.dump(2) + "\n").c_str(), stdout);

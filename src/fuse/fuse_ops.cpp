@@ -2,10 +2,15 @@
 #include "fuse_ops.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <vector>
@@ -16,10 +21,27 @@
 namespace tensorfs {
 namespace {
 
-// The tree never changes while mounted, so the kernel may keep names and attributes as long as it likes.
-constexpr double kCacheSeconds = 86400.0;
+// The tree never changes while mounted, so the kernel may keep names and attributes for the life of the mount:
+// about 30 years (the kernel caps a timeout at what its jiffies can count; a day made a mount that lives longer
+// look its whole tree up again).
+constexpr double kCacheSeconds = 1e9;
+
+// glibc's readdir asks getdents for as many bytes as the directory's st_blksize (at least 32 KiB, at most 1 MiB),
+// and the kernel sizes each READDIRPLUS request, and the buffer it allocates for it, from that. The root lists
+// every tensor: 1 MiB takes about 5,000 entries per round trip. A tensor folder holds a few entries: the smallest
+// buffer (1 MiB there made the kernel allocate and map 256 pages for every folder a walk opened).
+constexpr blksize_t kRootBlockSize = 1 << 20;
+constexpr blksize_t kFolderBlockSize = 4096;
+// Files: the largest read the kernel sends.
+constexpr blksize_t kFileBlockSize = 1 << 20;
+
+// The largest read of `raw` the loop's thread answers itself (when its pages are in the page cache).
+constexpr std::size_t kLargestQuickRead = 128 << 10;
+const std::size_t kPageBytes = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 
 Filesystem& filesystem_of(fuse_req_t req) { return *static_cast<Filesystem*>(fuse_req_userdata(req)); }
+
+void count(fuse_req_t req, FuseRequest request) { filesystem_of(req).content.stats().requests.add(request); }
 
 struct stat attributes_of(const Filesystem& fs, Node node) {
     struct stat st {};
@@ -27,13 +49,14 @@ struct stat attributes_of(const Filesystem& fs, Node node) {
     if (node.is_directory()) {
         st.st_mode = S_IFDIR | 0555;
         st.st_nlink = 2;
+        st.st_blksize = node.kind == NodeKind::Root ? kRootBlockSize : kFolderBlockSize;
     } else {
         st.st_mode = S_IFREG | 0444;
         st.st_nlink = 1;
         st.st_size = static_cast<off_t>(fs.content.size(node));
         st.st_blocks = (st.st_size + 511) / 512;
+        st.st_blksize = kFileBlockSize;
     }
-    st.st_blksize = 1 << 20;
     st.st_uid = fs.uid;
     st.st_gid = fs.gid;
     st.st_atim = st.st_mtim = st.st_ctim = fs.mtime;
@@ -70,7 +93,8 @@ void answer(fuse_req_t req, Body&& body) {
     }
 }
 
-void op_init(void*, fuse_conn_info* conn) {
+void op_init(void* userdata, fuse_conn_info* conn) {
+    Filesystem& fs = *static_cast<Filesystem*>(userdata);
     // Many reads in flight at once (readahead windows of several readers), each served by its own thread.
     conn->max_background = 128;
     conn->congestion_threshold = 96;
@@ -80,9 +104,12 @@ void op_init(void*, fuse_conn_info* conn) {
     // kernel drops to plain readdir after the first batch when nothing was looked up in between.)
     if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
     conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+    // A kernel that can open directories without asking is told so by the first opendir's ENOSYS (see op_opendir).
+    fs.kernel_opens_folders = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;
 }
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+    count(req, FuseRequest::Lookup);
     answer(req, [&] {
         const Filesystem& fs = filesystem_of(req);
         const auto dir = fs.tree.node_of(parent);
@@ -97,7 +124,19 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     });
 }
 
+// The kernel drops inodes it no longer caches: nothing to do, the tree is fixed and owns no per-inode state.
+void op_forget(fuse_req_t req, fuse_ino_t, uint64_t) {
+    count(req, FuseRequest::Forget);
+    fuse_reply_none(req);
+}
+
+void op_forget_multi(fuse_req_t req, size_t, fuse_forget_data*) {
+    count(req, FuseRequest::Forget);
+    fuse_reply_none(req);
+}
+
 void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+    count(req, FuseRequest::Getattr);
     answer(req, [&] {
         const Filesystem& fs = filesystem_of(req);
         const auto node = fs.tree.node_of(ino);
@@ -108,13 +147,14 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
 }
 
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    count(req, FuseRequest::Open);
     const Filesystem& fs = filesystem_of(req);
     const auto node = fs.tree.node_of(ino);
     if (!node) return (void)fuse_reply_err(req, ENOENT);
     if (node->is_directory()) return (void)fuse_reply_err(req, EISDIR);
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) return (void)fuse_reply_err(req, EROFS);
     // Live counters must be read anew at every open; everything else may stay in the page cache.
-    fi->keep_cache = node->kind != NodeKind::StatsJson;
+    fi->keep_cache = node->kind != NodeKind::StatsJson && node->kind != NodeKind::Metrics;
     fi->noflush = 1;
     count_reply(fs, fuse_reply_open(req, fi));
 }
@@ -134,11 +174,29 @@ void reply_from_source(fuse_req_t req, Filesystem& fs, const Content::FileSlice&
     count_reply(fs, fuse_reply_buf(req, buffer.data(), slice.length));
 }
 
-void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info*) {
+    count(req, FuseRequest::Release);
+    fuse_reply_err(req, 0);
+}
+
+// The histogram a read of `kind` is counted in; nullptr for the live counters' own files.
+LatencyHistogram* read_latency_of(Stats& stats, NodeKind kind) {
+    switch (kind) {
+        case NodeKind::Raw: return &stats.raw_read_latency;
+        case NodeKind::ModelJson:
+        case NodeKind::MetaJson: return &stats.meta_read_latency;
+        case NodeKind::ModelSafetensors: return &stats.model_read_latency;
+        case NodeKind::StatsJson:
+        case NodeKind::Metrics: return nullptr;
+        default: return &stats.dequant_read_latency;  // dequant.f32, .npy, .bf16, .f16
+    }
+}
+
+void serve_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, std::chrono::steady_clock::time_point arrived) {
+    Filesystem& fs = filesystem_of(req);
+    const auto node = fs.tree.node_of(ino);
+    if (!node) return (void)fuse_reply_err(req, ENOENT);
     answer(req, [&] {
-        Filesystem& fs = filesystem_of(req);
-        const auto node = fs.tree.node_of(ino);
-        if (!node) return (void)fuse_reply_err(req, ENOENT);
         if (off < 0) return (void)fuse_reply_err(req, EINVAL);
         if (const auto slice = fs.content.source_slice(*node, static_cast<std::uint64_t>(off), size)) {
             return reply_from_source(req, fs, *slice);
@@ -149,10 +207,62 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
         count_reply(fs, iov.empty() ? fuse_reply_buf(req, nullptr, 0)
                                     : fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size())));
     });
+    if (LatencyHistogram* latency = read_latency_of(fs.content.stats(), node->kind)) {
+        const auto elapsed = std::chrono::steady_clock::now() - arrived;
+        latency->observe(
+            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
+    }
 }
 
+// Whether a read of a file served from the source (raw, or a view in the tensor's own encoding) is a copy of a few
+// pages already in the page cache, which the loop's thread may answer itself: handing 4 KiB random reads to a
+// worker cost a third of their speed (a thread more to wake for each). Anything that could wait (a page still on
+// disk, a remote source, a decode) goes to the workers.
+bool is_quick_source_read(Filesystem& fs, Node node, off_t off, size_t size) {
+    if (off < 0 || size > kLargestQuickRead) return false;
+    const auto served = fs.content.source_range(node, static_cast<std::uint64_t>(off), size);
+    if (!served) return false;
+    const Content::FileSlice& slice = *served;
+    if (slice.length == 0) return true;  // at or past the end: an empty reply
+    try {
+        // nullptr: a remote source, or a file that could not be mapped.
+        const char* mapped = fs.files.mapped(slice.file, slice.offset, slice.length);
+        if (mapped == nullptr) return false;
+        const auto start = reinterpret_cast<std::uintptr_t>(mapped) / kPageBytes * kPageBytes;
+        const std::size_t pages = (reinterpret_cast<std::uintptr_t>(mapped) + slice.length - start + kPageBytes - 1) /
+                                  kPageBytes;
+        std::array<unsigned char, kLargestQuickRead / 4096 + 2> resident;  // pages are 4 KiB or larger
+        if (::mincore(reinterpret_cast<void*>(start), pages * kPageBytes, resident.data()) != 0) return false;
+        return std::all_of(resident.begin(), resident.begin() + static_cast<std::ptrdiff_t>(pages),
+                           [](unsigned char page) { return (page & 1) != 0; });
+    } catch (const IoError&) {
+        return false;  // the worker meets the same error and answers EIO
+    }
+}
+
+// Reads go to the read workers when there are some (read_workers.hpp says why), but for quick ones of the source's
+// bytes; the loop's thread answers the rest.
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+    const auto arrived = std::chrono::steady_clock::now();
+    count(req, FuseRequest::Read);
+    Filesystem& fs = filesystem_of(req);
+    if (fs.read_workers != nullptr) {
+        const auto node = fs.tree.node_of(ino);
+        const bool quick = node && is_quick_source_read(fs, *node, off, size);
+        if (!quick) return fs.read_workers->run([=] { serve_read(req, ino, size, off, arrived); });
+    }
+    serve_read(req, ino, size, off, arrived);
+}
+
+// Folders never change, so opening one needs no round trip. A kernel that can do without opendir
+// (FUSE_CAP_NO_OPENDIR_SUPPORT) takes the first ENOSYS as "never ask again": it sends no more opendir or
+// releasedir, and opens every folder with FOPEN_KEEP_CACHE | FOPEN_CACHE_DIR, so that its listing, once read, is
+// answered from the kernel's cache for as long as the mount lives (the cache is dropped only when the folder's
+// mtime changes, which never happens here, or under memory pressure). Other kernels get those flags here.
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+    count(req, FuseRequest::Opendir);
     const Filesystem& fs = filesystem_of(req);
+    if (fs.kernel_opens_folders) return (void)fuse_reply_err(req, ENOSYS);
     const auto node = fs.tree.node_of(ino);
     if (!node) return (void)fuse_reply_err(req, ENOENT);
     if (!node->is_directory()) return (void)fuse_reply_err(req, ENOTDIR);
@@ -161,13 +271,20 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     count_reply(fs, fuse_reply_open(req, fi));
 }
 
+void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info*) {
+    count(req, FuseRequest::Releasedir);
+    fuse_reply_err(req, 0);
+}
+
 // Directory offsets: 1 is ".", 2 is "..", 3 + i is the i-th child.
 void read_directory(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
     answer(req, [&] {
         const Filesystem& fs = filesystem_of(req);
         const auto dir = fs.tree.node_of(ino);
         if (!dir) return (void)fuse_reply_err(req, ENOENT);
-        std::vector<char> buffer(size);
+        // Reused: the kernel asks for up to 1 MiB, mostly to answer a few entries.
+        thread_local std::vector<char> buffer;
+        if (buffer.size() < size) buffer.resize(size);
         std::size_t used = 0;
         const std::size_t children = fs.tree.child_count(*dir);
         for (std::uint64_t next = static_cast<std::uint64_t>(off); next < 2 + children; ++next) {
@@ -200,14 +317,17 @@ void read_directory(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool
 }
 
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+    count(req, FuseRequest::Readdir);
     read_directory(req, ino, size, off, false);
 }
 
 void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+    count(req, FuseRequest::Readdirplus);
     read_directory(req, ino, size, off, true);
 }
 
 void op_statfs(fuse_req_t req, fuse_ino_t) {
+    count(req, FuseRequest::Statfs);
     const Filesystem& fs = filesystem_of(req);
     struct statvfs st {};
     st.f_bsize = 4096;
@@ -219,35 +339,57 @@ void op_statfs(fuse_req_t req, fuse_ino_t) {
     count_reply(fs, fuse_reply_statfs(req, &st));
 }
 
+// No extended attributes and no access checks of our own (the mode bits say it all): ENOSYS tells the kernel not
+// to ask again. Answered here only to be counted.
+void op_getxattr(fuse_req_t req, fuse_ino_t, const char*, size_t) {
+    count(req, FuseRequest::Getxattr);
+    fuse_reply_err(req, ENOSYS);
+}
+void op_listxattr(fuse_req_t req, fuse_ino_t, size_t) {
+    count(req, FuseRequest::Listxattr);
+    fuse_reply_err(req, ENOSYS);
+}
+void op_access(fuse_req_t req, fuse_ino_t, int) {
+    count(req, FuseRequest::Access);
+    fuse_reply_err(req, ENOSYS);
+}
+
 // Everything that would change the tree.
-void refuse_setattr(fuse_req_t req, fuse_ino_t, struct stat*, int, fuse_file_info*) { fuse_reply_err(req, EROFS); }
-void refuse_mknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { fuse_reply_err(req, EROFS); }
-void refuse_mkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) { fuse_reply_err(req, EROFS); }
-void refuse_unlink(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
-void refuse_symlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
-void refuse_rename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned) {
+void refuse(fuse_req_t req) {
+    count(req, FuseRequest::Refused);
     fuse_reply_err(req, EROFS);
 }
-void refuse_link(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
-void refuse_write(fuse_req_t req, fuse_ino_t, const char*, size_t, off_t, fuse_file_info*) {
-    fuse_reply_err(req, EROFS);
-}
-void refuse_create(fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*) { fuse_reply_err(req, EROFS); }
-void refuse_setxattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) { fuse_reply_err(req, EROFS); }
-void refuse_removexattr(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
-void refuse_fallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, fuse_file_info*) { fuse_reply_err(req, EROFS); }
+void refuse_setattr(fuse_req_t req, fuse_ino_t, struct stat*, int, fuse_file_info*) { refuse(req); }
+void refuse_mknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { refuse(req); }
+void refuse_mkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) { refuse(req); }
+void refuse_unlink(fuse_req_t req, fuse_ino_t, const char*) { refuse(req); }
+void refuse_symlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { refuse(req); }
+void refuse_rename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned) { refuse(req); }
+void refuse_link(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { refuse(req); }
+void refuse_write(fuse_req_t req, fuse_ino_t, const char*, size_t, off_t, fuse_file_info*) { refuse(req); }
+void refuse_create(fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*) { refuse(req); }
+void refuse_setxattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) { refuse(req); }
+void refuse_removexattr(fuse_req_t req, fuse_ino_t, const char*) { refuse(req); }
+void refuse_fallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, fuse_file_info*) { refuse(req); }
 
 fuse_lowlevel_ops make_operations() {
     fuse_lowlevel_ops ops{};
     ops.init = op_init;
     ops.lookup = op_lookup;
+    ops.forget = op_forget;
+    ops.forget_multi = op_forget_multi;
     ops.getattr = op_getattr;
     ops.open = op_open;
     ops.read = op_read;
+    ops.release = op_release;
     ops.opendir = op_opendir;
     ops.readdir = op_readdir;
     ops.readdirplus = op_readdirplus;
+    ops.releasedir = op_releasedir;
     ops.statfs = op_statfs;
+    ops.getxattr = op_getxattr;
+    ops.listxattr = op_listxattr;
+    ops.access = op_access;
     ops.setattr = refuse_setattr;
     ops.mknod = refuse_mknod;
     ops.mkdir = refuse_mkdir;

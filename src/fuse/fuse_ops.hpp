@@ -8,6 +8,7 @@
 #define FUSE_USE_VERSION 312
 #include <fuse3/fuse_lowlevel.h>
 
+#include "read_workers.hpp"
 #include "tensorfs/content.hpp"
 #include "tensorfs/tree.hpp"
 
@@ -22,6 +23,10 @@ struct Filesystem {
     struct timespec mtime;       // of the (first) source file; the tree shows it for every node
     uid_t uid;
     gid_t gid;
+    // Set at init when the kernel opens folders without an opendir request (then it is never sent one).
+    bool kernel_opens_folders = false;
+    // Where reads are served; nullptr: on the thread that took the request.
+    ReadWorkers* read_workers = nullptr;
 };
 
 const fuse_lowlevel_ops& tensorfs_operations();

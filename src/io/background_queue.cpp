@@ -1,5 +1,7 @@
 #include "tensorfs/background_queue.hpp"
 
+#include "tensorfs/exit_signals.hpp"
+
 namespace tensorfs {
 
 BackgroundQueue::BackgroundQueue(unsigned threads, std::size_t max_queued)
@@ -20,7 +22,9 @@ bool BackgroundQueue::offer(std::function<void()> task) {
         const std::lock_guard lock(mutex_);
         if (stopping_ || tasks_.size() >= max_queued_) return false;
         if (threads_.empty()) {
-            for (unsigned i = 0; i < thread_count_; ++i) threads_.emplace_back([this] { run(); });
+            start_threads_blocking_exit_signals([this] {
+                for (unsigned i = 0; i < thread_count_; ++i) threads_.emplace_back([this] { run(); });
+            });
         }
         tasks_.push_back(std::move(task));
     }

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "tensorfs/exit_signals.hpp"
+
 namespace tensorfs::remote {
 namespace fs = std::filesystem;
 
@@ -116,7 +118,9 @@ void DiskCache::write_later(fs::path object, std::uint64_t index, BlockPtr block
     std::unique_lock lock(queue_mutex_);
     queue_changed_.wait(lock, [&] { return queue_.size() < kMaxQueuedWrites; });
     queue_.push_back(Write{std::move(object), index, std::move(block)});
-    if (!writer_.joinable()) writer_ = std::thread([this] { write_queued(); });
+    if (!writer_.joinable()) {
+        start_threads_blocking_exit_signals([this] { writer_ = std::thread([this] { write_queued(); }); });
+    }
     lock.unlock();
     queue_changed_.notify_all();
 }

@@ -61,25 +61,40 @@ Content::Content(const Catalog& catalog, const Tree& tree, const SourceFiles& fi
       stats_(stats),
       model_export_(model_export),
       dequant_(catalog, files, stats, cache_budget),
-      model_json_(render_json_file(model_meta(catalog, tree, model_export))) {
-    npy_headers_.reserve(catalog.tensors.size());
+      model_json_(render_json_file(model_meta(catalog, tree, model_export))),
+      meta_json_sizes_(std::make_unique<std::atomic<std::uint32_t>[]>(catalog.tensors.size())) {
     raw_views_.reserve(catalog.tensors.size());
     for (const auto& tensor : catalog.tensors) {
-        npy_headers_.push_back(tensor.type->has_dequant() ? npy_header_f32(tensor.shape) : std::string());
         raw_views_.push_back(tensor.raw_in_c_order ? view_stored_as(*tensor.type) : std::nullopt);
     }
 }
 
 std::string Content::meta_json(std::uint32_t tensor) const { return render_json_file(tensor_meta(catalog_, tensor)); }
 
+std::uint64_t Content::meta_json_size(std::uint32_t tensor) const {
+    std::uint32_t size = meta_json_sizes_[tensor].load(std::memory_order_relaxed);
+    if (size == 0) {
+        // Two threads may both work it out: they find the same size.
+        size = static_cast<std::uint32_t>(meta_json(tensor).size());
+        meta_json_sizes_[tensor].store(size, std::memory_order_relaxed);
+    }
+    return size;
+}
+
+std::string Content::npy_header(std::uint32_t tensor) const {
+    const Tensor& described = catalog_.tensors[tensor];
+    return described.type->has_dequant() ? npy_header_f32(described.shape) : std::string();
+}
+
 std::uint64_t Content::size(Node node) const {
     switch (node.kind) {
         case NodeKind::ModelJson: return model_json_.size();
         case NodeKind::ModelSafetensors: return model_export_ ? model_export_->size() : 0;
         case NodeKind::StatsJson: return kStatsJsonSize;
+        case NodeKind::Metrics: return stats_.metrics_size();
         case NodeKind::Raw: return catalog_.tensors[node.tensor].nbytes;
-        case NodeKind::MetaJson: return meta_json(node.tensor).size();
-        case NodeKind::DequantNpy: return npy_headers_[node.tensor].size() + catalog_.tensors[node.tensor].f32_bytes();
+        case NodeKind::MetaJson: return meta_json_size(node.tensor);
+        case NodeKind::DequantNpy: return npy_header(node.tensor).size() + catalog_.tensors[node.tensor].f32_bytes();
         default: break;
     }
     if (const auto view = view_of(node.kind)) return catalog_.tensors[node.tensor].elements * bytes_per_value(*view);
@@ -102,19 +117,26 @@ FileKindCounters* Content::counters_of(NodeKind kind) const {
         case NodeKind::ModelSafetensors: return &stats_.model_safetensors;
         case NodeKind::ModelJson:
         case NodeKind::MetaJson:
-        case NodeKind::StatsJson: return &stats_.json;
+        case NodeKind::StatsJson:
+        case NodeKind::Metrics: return &stats_.json;
         default: return nullptr;
     }
 }
 
-std::optional<Content::FileSlice> Content::source_slice(Node node, std::uint64_t offset, std::size_t length) const {
+std::optional<Content::FileSlice> Content::source_range(Node node, std::uint64_t offset, std::size_t length) const {
     if (!serves_raw(node)) return std::nullopt;
     const Tensor& tensor = catalog_.tensors[node.tensor];
     const std::size_t count = offset >= tensor.nbytes ? 0 : std::min<std::uint64_t>(length, tensor.nbytes - offset);
+    return FileSlice{&tensor, tensor.file, tensor.offset + offset, count};
+}
+
+std::optional<Content::FileSlice> Content::source_slice(Node node, std::uint64_t offset, std::size_t length) const {
+    const auto slice = source_range(node, offset, length);
+    if (!slice) return std::nullopt;
     FileKindCounters& counters = *counters_of(node.kind);
     counters.reads.add(1);
-    counters.bytes.add(count);
-    return FileSlice{&tensor, tensor.file, tensor.offset + offset, count};
+    counters.bytes.add(slice->length);
+    return slice;
 }
 
 void Content::add_text(const std::string& text, std::uint64_t offset, std::size_t length, ReadPieces& pieces) {
@@ -179,24 +201,27 @@ void Content::read_pieces(Node node, std::uint64_t offset, std::size_t length, R
         pieces.expect(slice.length);
         return add_source_bytes(slice, pieces);
     }
+    // The text files made at each read.
     if (node.kind == NodeKind::StatsJson) pieces.text_ = stats_.render_json();
+    if (node.kind == NodeKind::Metrics) pieces.text_ = stats_.render_prometheus();
     if (node.kind == NodeKind::MetaJson) pieces.text_ = meta_json(node.tensor);
-    const std::uint64_t size =
-        node.kind == NodeKind::StatsJson || node.kind == NodeKind::MetaJson ? pieces.text_.size() : this->size(node);
+    if (node.kind == NodeKind::DequantNpy) pieces.text_ = npy_header(node.tensor);
+    const bool made_text =
+        node.kind == NodeKind::StatsJson || node.kind == NodeKind::Metrics || node.kind == NodeKind::MetaJson;
+    const std::uint64_t size = made_text ? pieces.text_.size() : this->size(node);
     const std::size_t count = offset >= size ? 0 : std::min<std::uint64_t>(length, size - offset);
     pieces.expect(count);
     counters->reads.add(1);
-    if (node.kind != NodeKind::ModelJson && node.kind != NodeKind::MetaJson && node.kind != NodeKind::StatsJson) {
-        counters->bytes.add(count);
-    }
+    counters->bytes.add(count);
     if (count == 0) return;
     switch (node.kind) {
         case NodeKind::ModelJson: return add_text(model_json_, offset, count, pieces);
         case NodeKind::StatsJson:
+        case NodeKind::Metrics:
         case NodeKind::MetaJson: return add_text(pieces.text_, offset, count, pieces);
         case NodeKind::ModelSafetensors: return add_model_file(offset, count, pieces);
         case NodeKind::DequantNpy: {
-            const std::string& header = npy_headers_[node.tensor];
+            const std::string& header = pieces.text_;
             const std::size_t from_header =
                 offset < header.size() ? std::min<std::uint64_t>(count, header.size() - offset) : 0;
             add_text(header, offset, from_header, pieces);

@@ -77,11 +77,29 @@ DequantReader::DequantReader(const Catalog& catalog, const SourceFiles& files, S
     stats_.cache_budget = cache_budget;
     stats_.cache_chunk_bytes = chunk_bytes_;
     stats_.decode_workers = workers_;
+    stats_.decode_kernels = kernel_path_name(active_kernel_path());
     // No stream has read yet: its first read is never sequential, so a read that only touches a tensor's first bytes
     // (the page of an export that holds the end of the header, a peek at a tensor) decodes nothing ahead.
     for (std::size_t stream = 0; stream < catalog.tensors.size() * kValueViewCount; ++stream) {
         next_chunk_[stream].store(kNoReadYet, std::memory_order_relaxed);
     }
+    for (const auto& tensor : catalog.tensors) {
+        const TypeTraits* type = tensor.type;
+        if (!type->has_dequant()) continue;
+        const auto known = std::find_if(decoded_by_type_.begin(), decoded_by_type_.end(),
+                                        [type](const auto& entry) { return entry.first == type; });
+        if (known == decoded_by_type_.end()) {
+            decoded_by_type_.emplace_back(type, &stats_.bytes_decoded_by_dtype.of(type->name));
+        }
+    }
+}
+
+Counter& DequantReader::decoded_bytes_of(const TypeTraits& type) {
+    // A model has a handful of dtypes: a scan is quicker than a map.
+    for (const auto& [known, counter] : decoded_by_type_) {
+        if (known == &type) return *counter;
+    }
+    return stats_.bytes_decoded;  // unreachable: every dtype with a dequant was registered at construction
 }
 
 std::uint64_t DequantReader::chunk_elements(const Tensor& tensor, ValueView view) const {
@@ -130,6 +148,7 @@ void DequantReader::decode(std::uint32_t index, ValueView view, std::uint64_t ch
     const auto elapsed = std::chrono::steady_clock::now() - started;
     stats_.decode_nanoseconds.add(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
     stats_.bytes_decoded.add(blocks * type.block_elements * 4);
+    decoded_bytes_of(type).add(blocks * type.block_elements * 4);
 }
 
 ChunkCache::Fill DequantReader::decoder(std::uint32_t tensor, ValueView view, std::uint64_t chunk) {

@@ -38,7 +38,8 @@ nlohmann::ordered_json model_meta(const Catalog& catalog, const Tree& tree, cons
     if (catalog.format == "gguf") model["metadata_types"] = catalog.metadata_types;
     auto& renamed = model["renamed"] = nlohmann::ordered_json::object();
     for (std::uint32_t i = 0; i < catalog.tensors.size(); ++i) {
-        if (tree.directory_name(i) != catalog.tensors[i].name) renamed[catalog.tensors[i].name] = tree.directory_name(i);
+        const std::string_view directory = tree.directory_name(i);
+        if (directory != catalog.tensors[i].name) renamed[catalog.tensors[i].name] = std::string(directory);
     }
     if (model_export != nullptr) model["export"] = model_export->summary(catalog);
     return model;

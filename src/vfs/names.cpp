@@ -34,17 +34,36 @@ std::string_view cut_at_character(std::string_view name, std::size_t limit) {
     return name.substr(0, end);
 }
 
+bool is_reserved(std::string_view tensor_name) {
+    for (const auto root_name : kReservedRootNames) {
+        if (tensor_name == root_name) return true;
+    }
+    return false;
+}
+
+// Whether byte `i` of a name is written as %XX.
+bool must_escape(unsigned char byte, std::size_t i, bool reserved) {
+    return byte == '%' || byte == '/' || byte == '\0' || (i == 0 && (byte == '.' || reserved));
+}
+
 }  // namespace
+
+bool is_own_directory_name(std::string_view tensor_name) {
+    if (tensor_name.empty() || tensor_name.size() > kMaxDirectoryName) return false;
+    const bool reserved = is_reserved(tensor_name);
+    for (std::size_t i = 0; i < tensor_name.size(); ++i) {
+        if (must_escape(static_cast<unsigned char>(tensor_name[i]), i, reserved)) return false;
+    }
+    return true;
+}
 
 std::string directory_name_for(std::string_view tensor_name) {
     std::string out;
     out.reserve(tensor_name.size());
-    bool reserved = false;
-    for (const auto root_name : kReservedRootNames) reserved = reserved || tensor_name == root_name;
+    const bool reserved = is_reserved(tensor_name);
     for (std::size_t i = 0; i < tensor_name.size(); ++i) {
         const auto byte = static_cast<unsigned char>(tensor_name[i]);
-        const bool escape = byte == '%' || byte == '/' || byte == '\0' || (i == 0 && (byte == '.' || reserved));
-        if (escape) {
+        if (must_escape(byte, i, reserved)) {
             append_escaped(out, byte);
         } else {
             out += static_cast<char>(byte);

@@ -1,6 +1,10 @@
 #include "tensorfs/tree.hpp"
 
+#include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdint>
+#include <functional>
 
 #include "tensorfs/errors.hpp"
 #include "tensorfs/names.hpp"
@@ -13,6 +17,7 @@ constexpr std::uint64_t kModelJsonInode = 2;
 constexpr std::uint64_t kStatsDirInode = 3;
 constexpr std::uint64_t kStatsJsonInode = 4;
 constexpr std::uint64_t kModelSafetensorsInode = 5;
+constexpr std::uint64_t kMetricsInode = 6;
 constexpr std::uint64_t kFirstTensorInode = 8;
 constexpr std::uint64_t kInodesPerTensor = 8;
 
@@ -20,6 +25,7 @@ constexpr std::string_view kModelJsonName = "model.json";
 constexpr std::string_view kModelSafetensorsName = "model.safetensors";
 constexpr std::string_view kStatsDirName = ".tensorfs";
 constexpr std::string_view kStatsJsonName = "stats.json";
+constexpr std::string_view kMetricsName = "metrics";
 
 struct TensorFile {
     std::string_view name;
@@ -36,30 +42,52 @@ constexpr std::array kTensorFiles{
 };
 constexpr std::size_t kFilesWithoutDequant = 2;  // raw, meta.json
 
+constexpr std::uint32_t kFreeSlot = UINT32_MAX;
+
 }  // namespace
 
-Tree::Tree(const Catalog& catalog, bool model_safetensors) {
+Tree::Tree(const Catalog& catalog, bool model_safetensors) : catalog_(catalog) {
     root_entries_.push_back({kModelJsonName, Node{NodeKind::ModelJson}});
     if (model_safetensors) root_entries_.push_back({kModelSafetensorsName, Node{NodeKind::ModelSafetensors}});
     root_entries_.push_back({kStatsDirName, Node{NodeKind::StatsDir}});
-    directory_names_.reserve(catalog.tensors.size());
-    has_dequant_.reserve(catalog.tensors.size());
-    tensor_by_directory_.reserve(catalog.tensors.size());
     Problems problems;
-    for (const auto& tensor : catalog.tensors) {
+    for (std::uint32_t i = 0; i < catalog.tensors.size(); ++i) {
+        const Tensor& tensor = catalog.tensors[i];
         if (tensor.name.empty()) problems.add(catalog.files[tensor.file].display, "a tensor has an empty name");
-        directory_names_.push_back(directory_name_for(tensor.name));
-        has_dequant_.push_back(tensor.type->has_dequant());
+        if (!is_own_directory_name(tensor.name)) renamed_.emplace(i, directory_name_for(tensor.name));
     }
-    for (std::uint32_t i = 0; i < directory_names_.size(); ++i) {
-        const auto [it, inserted] = tensor_by_directory_.emplace(directory_names_[i], i);
-        if (!inserted) {
-            problems.add(catalog.files[catalog.tensors[i].file].display,
-                         "tensors '" + catalog.tensors[it->second].name + "' and '" + catalog.tensors[i].name +
-                             "' would share the directory name '" + directory_names_[i] + "'");
+    slots_.assign(std::bit_ceil(std::max<std::size_t>(2 * catalog.tensors.size(), 2)), kFreeSlot);
+    const std::size_t mask = slots_.size() - 1;
+    for (std::uint32_t i = 0; i < catalog.tensors.size(); ++i) {
+        const std::string_view name = directory_name(i);
+        std::size_t slot = std::hash<std::string_view>()(name) & mask;
+        while (slots_[slot] != kFreeSlot && directory_name(slots_[slot]) != name) slot = (slot + 1) & mask;
+        if (slots_[slot] == kFreeSlot) {
+            slots_[slot] = i;
+            continue;
         }
+        problems.add(catalog.files[catalog.tensors[i].file].display,
+                     "tensors '" + catalog.tensors[slots_[slot]].name + "' and '" + catalog.tensors[i].name +
+                         "' would share the directory name '" + std::string(name) + "'");
     }
     problems.throw_if_any();
+}
+
+std::string_view Tree::directory_name(std::uint32_t tensor) const {
+    if (!renamed_.empty()) {
+        const auto renamed = renamed_.find(tensor);
+        if (renamed != renamed_.end()) return renamed->second;
+    }
+    return catalog_.tensors[tensor].name;
+}
+
+std::optional<std::uint32_t> Tree::tensor_of_directory(std::string_view name) const {
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t slot = std::hash<std::string_view>()(name) & mask; slots_[slot] != kFreeSlot;
+         slot = (slot + 1) & mask) {
+        if (directory_name(slots_[slot]) == name) return slots_[slot];
+    }
+    return std::nullopt;
 }
 
 std::uint64_t Tree::inode_of(Node node) {
@@ -70,6 +98,7 @@ std::uint64_t Tree::inode_of(Node node) {
         case NodeKind::ModelSafetensors: return kModelSafetensorsInode;
         case NodeKind::StatsDir: return kStatsDirInode;
         case NodeKind::StatsJson: return kStatsJsonInode;
+        case NodeKind::Metrics: return kMetricsInode;
         case NodeKind::TensorDir: return tensor_base;
         default: break;
     }
@@ -82,13 +111,14 @@ std::uint64_t Tree::inode_of(Node node) {
 std::optional<Node> Tree::node_of(std::uint64_t inode) const {
     if (inode == kRootInode) return Node{NodeKind::Root};
     if (inode == kStatsJsonInode) return Node{NodeKind::StatsJson};
+    if (inode == kMetricsInode) return Node{NodeKind::Metrics};
     for (const DirEntry& entry : root_entries_) {
         if (inode_of(entry.node) == inode) return entry.node;
     }
     if (inode < kFirstTensorInode) return std::nullopt;
     const std::uint64_t tensor = (inode - kFirstTensorInode) / kInodesPerTensor;
     const std::uint64_t offset = (inode - kFirstTensorInode) % kInodesPerTensor;
-    if (tensor >= directory_names_.size()) return std::nullopt;
+    if (tensor >= catalog_.tensors.size()) return std::nullopt;
     const auto index = static_cast<std::uint32_t>(tensor);
     if (offset == 0) return Node{NodeKind::TensorDir, index};
     for (std::size_t i = 0; i < child_count(Node{NodeKind::TensorDir, index}); ++i) {
@@ -103,12 +133,13 @@ std::optional<Node> Tree::lookup(Node parent, std::string_view name) const {
             for (const DirEntry& entry : root_entries_) {
                 if (entry.name == name) return entry.node;
             }
-            const auto it = tensor_by_directory_.find(name);
-            if (it == tensor_by_directory_.end()) return std::nullopt;
-            return Node{NodeKind::TensorDir, it->second};
+            const auto tensor = tensor_of_directory(name);
+            if (!tensor) return std::nullopt;
+            return Node{NodeKind::TensorDir, *tensor};
         }
         case NodeKind::StatsDir:
             if (name == kStatsJsonName) return Node{NodeKind::StatsJson};
+            if (name == kMetricsName) return Node{NodeKind::Metrics};
             return std::nullopt;
         case NodeKind::TensorDir:
             for (std::size_t i = 0; i < child_count(parent); ++i) {
@@ -126,16 +157,17 @@ Node Tree::parent_of(Node node) const {
         case NodeKind::ModelSafetensors:
         case NodeKind::StatsDir:
         case NodeKind::TensorDir: return Node{NodeKind::Root};
-        case NodeKind::StatsJson: return Node{NodeKind::StatsDir};
+        case NodeKind::StatsJson:
+        case NodeKind::Metrics: return Node{NodeKind::StatsDir};
         default: return Node{NodeKind::TensorDir, node.tensor};
     }
 }
 
 std::size_t Tree::child_count(Node directory) const {
     switch (directory.kind) {
-        case NodeKind::Root: return root_entries_.size() + directory_names_.size();
-        case NodeKind::StatsDir: return 1;
-        case NodeKind::TensorDir: return has_dequant_[directory.tensor] ? kTensorFiles.size() : kFilesWithoutDequant;
+        case NodeKind::Root: return root_entries_.size() + catalog_.tensors.size();
+        case NodeKind::StatsDir: return 2;
+        case NodeKind::TensorDir: return has_dequant(directory.tensor) ? kTensorFiles.size() : kFilesWithoutDequant;
         default: return 0;
     }
 }
@@ -146,9 +178,11 @@ DirEntry Tree::child(Node directory, std::size_t index) const {
             if (index < root_entries_.size()) return root_entries_[index];
             {
                 const auto tensor = static_cast<std::uint32_t>(index - root_entries_.size());
-                return {directory_names_[tensor], Node{NodeKind::TensorDir, tensor}};
+                return {directory_name(tensor), Node{NodeKind::TensorDir, tensor}};
             }
-        case NodeKind::StatsDir: return {kStatsJsonName, Node{NodeKind::StatsJson}};
+        case NodeKind::StatsDir:
+            if (index == 0) return {kStatsJsonName, Node{NodeKind::StatsJson}};
+            return {kMetricsName, Node{NodeKind::Metrics}};
         default: return {kTensorFiles[index].name, Node{kTensorFiles[index].kind, directory.tensor}};
     }
 }

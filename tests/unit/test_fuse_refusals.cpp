@@ -100,7 +100,7 @@ public:
     }
 
     std::uint64_t inode(Node node) const { return Tree::inode_of(node); }
-    const std::string& tensor_directory() const { return tree_.directory_name(0); }
+    std::string tensor_directory() const { return std::string(tree_.directory_name(0)); }
 
 private:
     Catalog catalog_;

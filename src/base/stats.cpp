@@ -1,14 +1,28 @@
 #include "tensorfs/stats.hpp"
 
-#include <nlohmann/json.hpp>
+#include <tuple>
 
-#include "tensorfs/dtype.hpp"
+#include <nlohmann/json.hpp>
 
 namespace tensorfs {
 namespace {
 
 nlohmann::ordered_json kind_json(const FileKindCounters& kind) {
     return {{"reads", kind.reads.get()}, {"bytes", kind.bytes.get()}};
+}
+
+nlohmann::ordered_json by_dtype_json(const DtypeCounters& counters) {
+    nlohmann::ordered_json by_dtype = nlohmann::ordered_json::object();
+    counters.for_each([&](const std::string& dtype, const Counter& counter) { by_dtype[dtype] = counter.get(); });
+    return by_dtype;
+}
+
+nlohmann::ordered_json requests_json(const FuseRequestCounters& requests) {
+    nlohmann::ordered_json by_kind = nlohmann::ordered_json::object();
+    for (std::size_t i = 0; i < kFuseRequestNames.size(); ++i) {
+        by_kind[std::string(kFuseRequestNames[i])] = requests.get(i);
+    }
+    return by_kind;
 }
 
 }  // namespace
@@ -20,6 +34,24 @@ nlohmann::ordered_json RemoteCounters::to_json() const {
             {"disk_cache_hits", disk_cache_hits.get()},
             {"disk_cache_misses", disk_cache_misses.get()},
             {"objects_changed", objects_changed.get()}};
+}
+
+void LatencyHistogram::observe(std::uint64_t nanoseconds) {
+    std::size_t bucket = 0;
+    while (bucket < kBoundNanoseconds.size() && nanoseconds > kBoundNanoseconds[bucket]) ++bucket;
+    buckets_[bucket].add(1);
+    nanoseconds_.add(nanoseconds);
+}
+
+Counter& DtypeCounters::of(std::string_view dtype) {
+    const auto found = counters_.find(dtype);
+    if (found != counters_.end()) return found->second;
+    return counters_.emplace(std::piecewise_construct, std::forward_as_tuple(dtype), std::forward_as_tuple())
+        .first->second;
+}
+
+void DtypeCounters::for_each(const std::function<void(const std::string&, const Counter&)>& visit) const {
+    for (const auto& [dtype, counter] : counters_) visit(dtype, counter);
 }
 
 std::string Stats::render_json() const {
@@ -44,13 +76,17 @@ std::string Stats::render_json() const {
           {"budget", cache_budget},
           {"chunk_bytes", cache_chunk_bytes}}},
         {"decode",
-         {{"kernels", kernel_path_name(active_kernel_path())},
+         {{"kernels", decode_kernels},
           {"workers", decode_workers},
           {"bytes", bytes_decoded.get()},
-          {"seconds", decode_nanoseconds.get() / 1e9}}},
+          {"seconds", decode_nanoseconds.get() / 1e9},
+          {"bytes_by_dtype", by_dtype_json(bytes_decoded_by_dtype)}}},
         {"remote", remote->to_json()},
+        {"fuse_requests", requests_json(requests)},
     };
     std::string text = stats.dump(2);
+    // A model of many dtypes could outgrow the fixed size indented: the same document without indentation then.
+    if (text.size() + 1 > kStatsJsonSize) text = stats.dump();
     if (text.size() + 1 < kStatsJsonSize) text.append(kStatsJsonSize - 1 - text.size(), ' ');
     text += '\n';
     return text;
