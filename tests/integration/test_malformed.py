@@ -155,7 +155,7 @@ class MalformedCorpus(unittest.TestCase):
                     finally:
                         if is_mounted(mountpoint):
                             self.assertEqual(run("umount", mountpoint).returncode, 0)
-                        self.assertTrue(wait_until(lambda: not daemon_pids(mountpoint), 10))
+                        self.assertTrue(wait_until(lambda: not daemon_pids(mountpoint)))
 
 
 class MalformedCorpusOverHttp(MalformedCorpus):
