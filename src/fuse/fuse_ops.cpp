@@ -240,8 +240,8 @@ bool is_quick_source_read(Filesystem& fs, Node node, off_t off, size_t size) {
     }
 }
 
-// Reads go to the read workers when there are some (read_workers.hpp says why), but for quick ones of the source's
-// bytes; the loop's thread answers the rest.
+// Reads go to the read workers when there are some (mount.cpp says why), but for quick ones of the source's bytes
+// (a copy the loop's thread makes faster than it could hand it over); the loop's thread answers the rest.
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
     const auto arrived = std::chrono::steady_clock::now();
     count(req, FuseRequest::Read);
@@ -249,7 +249,10 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
     if (fs.read_workers != nullptr) {
         const auto node = fs.tree.node_of(ino);
         const bool quick = node && is_quick_source_read(fs, *node, off, size);
-        if (!quick) return fs.read_workers->run([=] { serve_read(req, ino, size, off, arrived); });
+        if (!quick) {
+            fs.read_workers->offer([=] { serve_read(req, ino, size, off, arrived); });  // never refused: unbounded
+            return;
+        }
     }
     serve_read(req, ino, size, off, arrived);
 }

@@ -8,7 +8,7 @@
 #define FUSE_USE_VERSION 312
 #include <fuse3/fuse_lowlevel.h>
 
-#include "read_workers.hpp"
+#include "tensorfs/background_queue.hpp"
 #include "tensorfs/content.hpp"
 #include "tensorfs/tree.hpp"
 
@@ -26,7 +26,7 @@ struct Filesystem {
     // Set at init when the kernel opens folders without an opendir request (then it is never sent one).
     bool kernel_opens_folders = false;
     // Where reads are served; nullptr: on the thread that took the request.
-    ReadWorkers* read_workers = nullptr;
+    BackgroundQueue* read_workers = nullptr;
 };
 
 const fuse_lowlevel_ops& tensorfs_operations();

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <thread>
 
@@ -57,10 +58,19 @@ std::string absolute_mountpoint(const std::string& mountpoint) {
     return path;
 }
 
-// libfuse's single-threaded loop takes every request; reads go to the read workers (read_workers.hpp says why).
+// libfuse's single-threaded loop takes every request and answers all but reads itself; reads go to a pool of
+// workers (op_read), so that other requests and other readers never wait behind one that takes long (decoding,
+// page faults in the source, a remote source).
+//
+// Why not libfuse's multithreaded loop: all its idle threads wait in read() on /dev/fuse, and the kernel wakes
+// them in turn, so a stream of small requests (a walk: lookup, readdirplus, getattr, each a few microseconds of
+// work) hops from thread to thread and often to the other CPU. One thread that answers them itself and goes
+// straight back to read() halved the time of a first `find` over 10,000 tensor folders, and its CPU time (the
+// figures are in docs/benchmarks.md).
 int serve(fuse_session* session, Filesystem& filesystem, const MountOptions& options) {
     if (options.single_threaded) return fuse_session_loop(session);
-    ReadWorkers workers(options.threads ? options.threads : kDefaultThreads);
+    BackgroundQueue workers(options.threads ? options.threads : kDefaultThreads,
+                            std::numeric_limits<std::size_t>::max(), BackgroundQueue::AtEnd::run_queued);
     filesystem.read_workers = &workers;
     const int result = fuse_session_loop(session);
     filesystem.read_workers = nullptr;

@@ -4,14 +4,14 @@
 
 namespace tensorfs {
 
-BackgroundQueue::BackgroundQueue(unsigned threads, std::size_t max_queued)
-    : thread_count_(threads == 0 ? 1 : threads), max_queued_(max_queued) {}
+BackgroundQueue::BackgroundQueue(unsigned threads, std::size_t max_queued, AtEnd at_end)
+    : thread_count_(threads == 0 ? 1 : threads), max_queued_(max_queued), at_end_(at_end) {}
 
 BackgroundQueue::~BackgroundQueue() {
     {
         const std::lock_guard lock(mutex_);
         stopping_ = true;
-        tasks_.clear();
+        if (at_end_ == AtEnd::drop_queued) tasks_.clear();
     }
     wake_.notify_all();
     for (auto& thread : threads_) thread.join();
@@ -36,7 +36,7 @@ void BackgroundQueue::run() {
     std::unique_lock lock(mutex_);
     for (;;) {
         wake_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-        if (stopping_) return;
+        if (tasks_.empty()) return;  // stopping, and nothing left to run
         std::function<void()> task = std::move(tasks_.front());
         tasks_.pop_front();
         lock.unlock();

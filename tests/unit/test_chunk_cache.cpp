@@ -262,4 +262,25 @@ BOOST_AUTO_TEST_CASE(every_worker_runs_a_task_at_once) {
     BOOST_TEST(saw_all == kWorkers);
 }
 
+// FUSE reads must each get an answer: a pool that runs what is queued at its end runs every task offered, however
+// the end and the tasks interleave.
+BOOST_AUTO_TEST_CASE(at_its_end_runs_what_is_queued_when_asked) {
+    std::atomic<int> ran = 0;
+    std::atomic<bool> started = false, release = false;
+    std::thread releaser;
+    {
+        BackgroundQueue queue(1, 100, BackgroundQueue::AtEnd::run_queued);
+        BOOST_TEST(queue.offer([&] {
+            started = true;
+            while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            ++ran;
+        }));
+        BOOST_REQUIRE(eventually([&] { return started.load(); }));
+        for (int i = 0; i < 10; ++i) BOOST_TEST(queue.offer([&] { ++ran; }));
+        releaser = std::thread([&] { release = true; });  // while the destructor below runs, or before it
+    }
+    releaser.join();
+    BOOST_TEST(ran == 11);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
