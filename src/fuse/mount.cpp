@@ -15,6 +15,7 @@
 
 #include "daemon.hpp"
 #include "fuse_ops.hpp"
+#include "request_loop.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/exit_signals.hpp"
 #include "tensorfs/open_source.hpp"
@@ -58,7 +59,7 @@ std::string absolute_mountpoint(const std::string& mountpoint) {
     return path;
 }
 
-// libfuse's single-threaded loop takes every request and answers all but reads itself; reads go to a pool of
+// One thread (request_loop.hpp) takes every request and answers all but reads itself; reads go to a pool of
 // workers (op_read), so that other requests and other readers never wait behind one that takes long (decoding,
 // page faults in the source, a remote source).
 //
@@ -68,11 +69,11 @@ std::string absolute_mountpoint(const std::string& mountpoint) {
 // straight back to read() halved the time of a first `find` over 10,000 tensor folders, and its CPU time (the
 // figures are in docs/benchmarks.md).
 int serve(fuse_session* session, Filesystem& filesystem, const MountOptions& options) {
-    if (options.single_threaded) return fuse_session_loop(session);
+    if (options.single_threaded) return run_request_loop(session);
     BackgroundQueue workers(options.threads ? options.threads : kDefaultThreads,
                             std::numeric_limits<std::size_t>::max(), BackgroundQueue::AtEnd::run_queued);
     filesystem.read_workers = &workers;
-    const int result = fuse_session_loop(session);
+    const int result = run_request_loop(session);
     filesystem.read_workers = nullptr;
     return result;  // the workers answer what is queued and stop before the session goes
 }
