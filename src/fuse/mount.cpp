@@ -144,7 +144,7 @@ int run_mount(const MountOptions& options) {
     fuse_session_unmount(session);
     fuse_remove_signal_handlers(session);
     fuse_session_destroy(session);
-    // The loop ends with the number of the signal that stopped it, or a negative errno when it failed.
+    // The loop ends with 0 (unmounted, or stopped by a signal), or a negative errno when the device failed.
     return loop_result < 0 ? 2 : 0;
 }
 
