@@ -17,6 +17,18 @@ def manifest():
         return json.load(f)
 
 
+def read_file(path):
+    """The whole file's bytes."""
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def mount_stats(mount):
+    """The mount's .tensorfs/stats.json, parsed."""
+    with open(os.path.join(mount.path, ".tensorfs", "stats.json")) as f:
+        return json.load(f)
+
+
 def same_floats(expected, actual):
     """Bit-identical float32 arrays, except that NaN matches NaN (the vectors' README)."""
     if expected.shape != actual.shape:

@@ -14,7 +14,6 @@ import shutil
 import struct
 import subprocess
 import tempfile
-import time
 import unittest
 
 import numpy as np
@@ -23,7 +22,7 @@ import remote_servers
 import s3_servers
 from safetensors_files import write_safetensors
 from safetensors_reader import SafetensorsFile
-from tensorfs_mount import BIN, VECTORS, Mount, run, wait_until
+from tensorfs_mount import BIN, VECTORS, Mount, mount_stats, read_file, run, wait_until
 
 SOURCES = ["gguf/mixed.gguf", "gguf/align64.gguf", "gguf/tiny-llama-Q4_K_M.gguf",
            "gguf/split/tiny-llama-Q4_K_M-00002-of-00003.gguf", "safetensors/all_dtypes.safetensors",
@@ -32,15 +31,6 @@ DTYPES = ["keep", "bf16", "f16", "f32"]
 VIEW_FILES = {"F32": "dequant.f32", "BF16": "dequant.bf16", "F16": "dequant.f16"}
 INTEGERS = {"BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64"}
 SAFETENSORS_DTYPES = INTEGERS | {"F16", "BF16", "F32", "F64", "C64", "F8_E4M3", "F8_E5M2"}
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def stats(mount):
-    return json.loads(read(os.path.join(mount.path, ".tensorfs/stats.json")))
 
 
 def expected_dtype(stored, export_dtype):
@@ -62,8 +52,8 @@ class EveryModelEveryDtype(unittest.TestCase):
     def check_model(self, source, export_dtype):
         with Mount(source, "-o", f"export_dtype={export_dtype}") as m:
             path = os.path.join(m.path, "model.safetensors")
-            model = json.loads(read(os.path.join(m.path, "model.json")))
-            data = read(path)
+            model = json.loads(read_file(os.path.join(m.path, "model.json")))
+            data = read_file(path)
             self.assertEqual(os.stat(path).st_size, len(data))
             self.assertEqual(model["export"]["size"], len(data))
             self.assertEqual(model["export"]["dtype"], export_dtype)
@@ -79,7 +69,7 @@ class EveryModelEveryDtype(unittest.TestCase):
             folder_of = {name: model["renamed"].get(name, name) for name in names}
             root = set(os.listdir(m.path)) - {"model.json", "model.safetensors", ".tensorfs"}
             self.assertEqual(sorted(folder_of.values()), sorted(root))
-            metas = [json.loads(read(m.tensor(folder_of[n], "meta.json"))) for n in names]
+            metas = [json.loads(read_file(m.tensor(folder_of[n], "meta.json"))) for n in names]
             listed = json.loads(run("ls", "--json", source).stdout)
             self.assertEqual(names, [t["name"] for t in listed])
             self.assertEqual([(t["file"], t["offset"]) for t in metas], sorted((t["file"], t["offset"]) for t in metas))
@@ -97,8 +87,8 @@ class EveryModelEveryDtype(unittest.TestCase):
                     meta = metas[names.index(name)]
                     self.assertEqual(shape, meta["shape"])
                     self.assertEqual(dtype, expected_dtype(meta["dtype"], export_dtype))
-                    own = read(m.tensor(folder_of[name], "raw")) if dtype == meta["dtype"] else \
-                        read(m.tensor(folder_of[name], VIEW_FILES[dtype]))
+                    own = read_file(m.tensor(folder_of[name], "raw")) if dtype == meta["dtype"] else \
+                        read_file(m.tensor(folder_of[name], VIEW_FILES[dtype]))
                     self.assertEqual(data[begin:end], own)
 
             # Reads at odd offsets and lengths across tensor borders.
@@ -145,13 +135,13 @@ class EveryModelEveryDtype(unittest.TestCase):
                     result = run("convert", os.path.join(VECTORS, relative), local, "--dtype", export_dtype)
                     self.assertEqual(result.returncode, 0, result.stderr)
                     with Mount(where.source(relative), "-o", f"export_dtype={export_dtype}") as m:
-                        self.assertEqual(read(os.path.join(m.path, "model.safetensors")), read(local))
+                        self.assertEqual(read_file(os.path.join(m.path, "model.safetensors")), read_file(local))
                     os.unlink(local)
 
     def test_numpy_memmap_of_one_tensor_inside_the_file(self):
         with Mount(os.path.join(VECTORS, "gguf/tiny-llama-Q4_K_M.gguf")) as m:
             path = os.path.join(m.path, "model.safetensors")
-            parsed = SafetensorsFile(read(path))
+            parsed = SafetensorsFile(read_file(path))
             name, dtype, shape, begin, end = next(t for t in parsed.tensors if t[0] == "blk.1.ffn_up.weight")
             self.assertEqual(dtype, "F32")
             mapped = np.memmap(path, dtype="<f4", mode="r", offset=begin, shape=tuple(shape))
@@ -162,8 +152,8 @@ class EveryModelEveryDtype(unittest.TestCase):
     def test_reads_decode_only_the_tensors_they_cover(self):
         with Mount(os.path.join(VECTORS, "gguf/tiny-llama-Q4_K_M.gguf"), "--cache-size", "1M") as m:
             path = os.path.join(m.path, "model.safetensors")
-            model = json.loads(read(os.path.join(m.path, "model.json")))
-            chunk = stats(m)["cache"]["chunk_bytes"]
+            model = json.loads(read_file(os.path.join(m.path, "model.json")))
+            chunk = mount_stats(m)["cache"]["chunk_bytes"]
             fd = os.open(path, os.O_RDONLY)
             try:
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)   # no read-ahead: one page per read
@@ -174,11 +164,11 @@ class EveryModelEveryDtype(unittest.TestCase):
                     begin, end = (header_size + o for o in entry["data_offsets"])
                     if end - begin < 3 * 4096:
                         continue
-                    stored = json.loads(read(m.tensor(name, "meta.json")))["dtype"]
+                    stored = json.loads(read_file(m.tensor(name, "meta.json")))["dtype"]
                     with self.subTest(tensor=name, stored=stored):
-                        before = stats(m)["decode"]["bytes"]
+                        before = mount_stats(m)["decode"]["bytes"]
                         os.pread(fd, 1, (begin + end) // 2)
-                        decoded = stats(m)["decode"]["bytes"] - before
+                        decoded = mount_stats(m)["decode"]["bytes"] - before
                         if stored == entry["dtype"]:
                             self.assertEqual(decoded, 0)
                         else:
@@ -203,9 +193,9 @@ class HeaderLimit(unittest.TestCase):
             with Mount(source) as m:
                 self.assertNotIn("model.safetensors", os.listdir(m.path))
                 self.assertFalse(os.path.exists(os.path.join(m.path, "model.safetensors")))
-                model = json.loads(read(os.path.join(m.path, "model.json")))
+                model = json.loads(read_file(os.path.join(m.path, "model.json")))
                 self.assertIn("100000000", model["export"]["error"])
-                self.assertEqual(read(m.tensor("t", "raw")), struct.pack("<f", 1.0))   # the rest is all there
+                self.assertEqual(read_file(m.tensor("t", "raw")), struct.pack("<f", 1.0))   # the rest is all there
             out = os.path.join(folder, "out.safetensors")
             result = run("convert", source, out)
             self.assertEqual(result.returncode, 1)
@@ -292,7 +282,7 @@ class Convert(unittest.TestCase):
             with self.subTest(signal=signal_number):
                 process = subprocess.Popen([BIN, "convert", source, os.path.join(out_folder, "w.safetensors"),
                                             "--dtype", "bf16"], stderr=subprocess.PIPE)
-                self.assertTrue(wait_until(lambda: os.listdir(out_folder) != [], 60))
+                self.assertTrue(wait_until(lambda: os.listdir(out_folder) != []))
                 self.assertTrue(os.listdir(out_folder)[0].startswith(".w.safetensors.tensorfs-"))
                 process.send_signal(signal_number)
                 self.assertEqual(process.wait(timeout=60), -signal_number)

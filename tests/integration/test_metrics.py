@@ -6,14 +6,9 @@ import os
 import unittest
 
 from prometheus_text import FormatError, parse
-from tensorfs_mount import VECTORS, Mount, run
+from tensorfs_mount import VECTORS, Mount, read_file, run
 
 SOURCE = os.path.join(VECTORS, "safetensors/all_dtypes.safetensors")
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
 
 
 def samples(families, name, **labels):
@@ -39,14 +34,14 @@ class MetricsOfAMount(unittest.TestCase):
         for entry in sorted(os.listdir(cls.mount.path)):
             meta_path = os.path.join(cls.mount.path, entry, "meta.json")
             if os.path.exists(meta_path):
-                cls.metas[entry] = json.loads(read(meta_path))
+                cls.metas[entry] = json.loads(read_file(meta_path))
         # Some reads of every kind: raw of two tensors, dequant.f32 and dequant.npy of tensors of several dtypes.
         cls.decoded = set()
         for entry, meta in list(cls.metas.items())[:6]:
-            read(os.path.join(cls.mount.path, entry, "raw"))
+            read_file(os.path.join(cls.mount.path, entry, "raw"))
             if meta["dequant"] is not None:
-                read(os.path.join(cls.mount.path, entry, "dequant.f32"))
-                read(os.path.join(cls.mount.path, entry, "dequant.npy"))
+                read_file(os.path.join(cls.mount.path, entry, "dequant.f32"))
+                read_file(os.path.join(cls.mount.path, entry, "dequant.npy"))
                 cls.decoded.add(meta["dtype"])
         cls.path = os.path.join(cls.mount.path, ".tensorfs", "metrics")
 
@@ -55,7 +50,7 @@ class MetricsOfAMount(unittest.TestCase):
         cls.mount.__exit__(None, None, None)
 
     def metrics(self):
-        return parse(read(self.path).decode("utf-8"))
+        return parse(read_file(self.path).decode("utf-8"))
 
     def test_it_is_valid_text_format_with_tensorfs_conventions(self):
         families = self.metrics()
@@ -79,9 +74,9 @@ class MetricsOfAMount(unittest.TestCase):
 
     def test_stat_size_is_exact_and_stays_fixed(self):
         size = os.stat(self.path).st_size
-        first = read(self.path)
-        read(os.path.join(self.mount.path, list(self.metas)[0], "raw"))   # counters change...
-        second = read(self.path)
+        first = read_file(self.path)
+        read_file(os.path.join(self.mount.path, list(self.metas)[0], "raw"))   # counters change...
+        second = read_file(self.path)
         self.assertEqual(len(first), size)
         self.assertEqual(len(second), size)                               # ...the size does not
         self.assertEqual(os.stat(self.path).st_size, size)

@@ -5,7 +5,6 @@ file, so it takes no disk)."""
 import json
 import os
 import shutil
-import struct
 import tempfile
 import unittest
 

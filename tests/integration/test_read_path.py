@@ -1,13 +1,12 @@
 """The read path through a real mount: decoded chunks, their cache and the raw replies give exactly ggml's bytes
 at chunk borders, under a cache so small that it evicts all the time, and to readers in parallel."""
-import json
 import os
 import threading
 import unittest
 
 import numpy as np
 
-from tensorfs_mount import VECTORS, Mount, manifest
+from tensorfs_mount import VECTORS, Mount, manifest, mount_stats, read_file
 
 SOURCE = os.path.join(VECTORS, "gguf/tiny-llama-Q4_K_M.gguf")
 MIB = 1 << 20
@@ -24,16 +23,6 @@ def drop_cached_pages(path):
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
-
-
-def read_file(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def stats(mount):
-    with open(os.path.join(mount.path, ".tensorfs/stats.json")) as f:
-        return json.load(f)
 
 
 def pread_all(path, offset, length):
@@ -61,7 +50,7 @@ class ReadPathCase:
         cls.expected = {t["name"]: read_file(os.path.join(VECTORS, t["expected_f32"])) for t in cls.entry["tensors"]}
         cls.source = read_file(SOURCE)
         cls.mount = Mount(SOURCE, *cls.CACHE_OPTIONS).__enter__()
-        cls.chunk = stats(cls.mount)["cache"]["chunk_bytes"]
+        cls.chunk = mount_stats(cls.mount)["cache"]["chunk_bytes"]
 
     @classmethod
     def tearDownClass(cls):
@@ -170,7 +159,7 @@ class TinyCacheEvictsAllTheTime(ReadPathCase, unittest.TestCase):
         drop_cached_pages(path)
         with open(path, "rb") as f:
             self.assertEqual(f.read(), self.expected[t["name"]])
-        cache = stats(self.mount)["cache"]
+        cache = mount_stats(self.mount)["cache"]
         self.assertEqual(cache["budget"], 64 << 10)
         self.assertEqual(cache["chunk_bytes"], 4 << 10)
         self.assertGreater(cache["evictions"], 0)
@@ -181,7 +170,7 @@ class SmallChunksThroughOption(ReadPathCase, unittest.TestCase):
     CACHE_OPTIONS = ("-o", "cache_size=1M")
 
     def test_chunk_size_follows_the_budget(self):
-        self.assertEqual(stats(self.mount)["cache"]["chunk_bytes"], 64 << 10)
+        self.assertEqual(mount_stats(self.mount)["cache"]["chunk_bytes"], 64 << 10)
 
 
 class StatsCounters(unittest.TestCase):
@@ -189,13 +178,13 @@ class StatsCounters(unittest.TestCase):
         entry = tiny_llama()
         t = next(t for t in entry["tensors"] if t["ggml_type"] == "q4_K")
         with Mount(SOURCE, "--cache-size", "1M") as mount:
-            before = stats(mount)
+            before = mount_stats(mount)
             self.assertEqual(before["cache"]["misses"], 0)
             self.assertEqual(before["cache"]["bytes_in_use"], 0)
             f32 = mount.tensor(t["name"], "dequant.f32")
             with open(f32, "rb") as f:
                 data = f.read()
-            first = stats(mount)
+            first = mount_stats(mount)
             self.assertEqual(first["reads"]["dequant.f32"]["bytes"], len(data))
             self.assertGreaterEqual(first["reads"]["dequant.f32"]["reads"], 1)
             chunks = -(-len(data) // first["cache"]["chunk_bytes"])
@@ -209,14 +198,14 @@ class StatsCounters(unittest.TestCase):
             drop_cached_pages(f32)
             with open(f32, "rb") as f:
                 self.assertEqual(f.read(), data)
-            second = stats(mount)
+            second = mount_stats(mount)
             self.assertEqual(second["decode"]["bytes"], len(data))
             self.assertGreaterEqual(second["cache"]["hits"], first["cache"]["hits"] + chunks)
 
             raw = mount.tensor(t["name"], "raw")
             with open(raw, "rb") as f:
                 self.assertEqual(len(f.read()), t["raw_nbytes"])
-            third = stats(mount)
+            third = mount_stats(mount)
             self.assertEqual(third["reads"]["raw"]["bytes"], t["raw_nbytes"])
             self.assertEqual(third["read_errors"], 0)
 

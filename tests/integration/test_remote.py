@@ -21,7 +21,7 @@ import numpy as np
 
 import remote_servers
 from remote_servers import FaultProxy, Nginx, requests_in
-from tensorfs_mount import BIN, Mount, daemon_pids, is_mounted, run, wait_until
+from tensorfs_mount import BIN, Mount, daemon_pids, is_mounted, mount_stats, read_file, run, wait_until
 
 MIB = 1 << 20
 BLOCK = 8 * MIB  # the remote layer's block (src/remote/remote_object.hpp)
@@ -59,14 +59,9 @@ def make_model(folder, seed):
     return spans, dict(tensors)
 
 
-def read_file(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
 def stats_of(mount):
-    with open(os.path.join(mount.path, ".tensorfs", "stats.json")) as f:
-        return json.load(f)["remote"]
+    """The remote layer's counters of the mount."""
+    return mount_stats(mount)["remote"]
 
 
 def ranges_of(requests):
@@ -109,7 +104,7 @@ class RemoteModel(unittest.TestCase):
     def unmount_and_wait(self, m):
         """Unmounts; the daemon writes the blocks it still holds to the disk cache before it ends."""
         m.__exit__(None, None, None)
-        self.assertTrue(wait_until(lambda: not daemon_pids(m.path), 60), "the daemon outlived its mount")
+        self.assertTrue(wait_until(lambda: not daemon_pids(m.path)), "the daemon outlived its mount")
 
     def log_mark(self):
         return len(self.server.log_lines())
@@ -250,7 +245,7 @@ class DiskCache(RemoteModel):
             [pid] = daemon_pids(m.path)
             reader = threading.Thread(target=lambda: self.read_ignoring_errors(m.tensor("b", "raw")), daemon=True)
             reader.start()
-            self.assertTrue(wait_until(lambda: sum(1 for has_range, _ in proxy.served if has_range) >= 3, 60))
+            self.assertTrue(wait_until(lambda: sum(1 for has_range, _ in proxy.served if has_range) >= 3))
             os.kill(pid, signal.SIGKILL)
             reader.join(60)
         finally:
@@ -342,7 +337,7 @@ class ObjectReplaced(unittest.TestCase):
                                    "--cache-dir", os.path.join(folder, "cache")], stderr=log)
         self.addCleanup(daemon.wait, 60)
         self.addCleanup(lambda: is_mounted(mountpoint) and subprocess.run(["fusermount3", "-u", mountpoint]))
-        self.assertTrue(wait_until(lambda: is_mounted(mountpoint) and os.path.exists(os.path.join(mountpoint, "a")), 60))
+        self.assertTrue(wait_until(lambda: is_mounted(mountpoint) and os.path.exists(os.path.join(mountpoint, "a"))))
         offset, size = spans["a"]
         self.assertEqual(read_file(os.path.join(mountpoint, "a", "raw")), old[offset:offset + size])
 

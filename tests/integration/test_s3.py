@@ -367,7 +367,7 @@ class SharedRemoteLayer(S3Model):
         finally:
             m.__exit__(None, None, None)
         # The daemon writes the blocks it still holds to the disk cache before it ends.
-        self.assertTrue(wait_until(lambda: not daemon_pids(m.path), 60), "the daemon outlived its mount")
+        self.assertTrue(wait_until(lambda: not daemon_pids(m.path)), "the daemon outlived its mount")
         requests = self.requests_since(mark)
         self.assertEqual(requests[0]["range"], f"bytes=0-{HEAD - 1}")
         offset, size = self.spans["b"]

@@ -10,18 +10,13 @@ import time
 import unittest
 
 from binary_info import asan_instrumented
-from tensorfs_mount import VECTORS, Mount, daemon_pids, manifest
+from tensorfs_mount import VECTORS, Mount, daemon_pids, manifest, read_file
 
 THREADS = 16
 SECONDS = float(os.environ.get("TENSORFS_STRESS_SECONDS", "20"))
 CACHE_BUDGET = 256 << 10
 RSS_MARGIN = 64 << 20
 MAX_READ = 256 << 10
-
-
-def read_file(path):
-    with open(path, "rb") as f:
-        return f.read()
 
 
 class Target:

@@ -19,7 +19,7 @@ os.environ["ATEN_CPU_CAPABILITY"] = "default"   # before torch is imported: see 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from tensorfs_mount import VECTORS, Mount  # noqa: E402
+from tensorfs_mount import VECTORS, Mount, mount_stats, read_file  # noqa: E402
 from safetensors_files import write_safetensors  # noqa: E402
 
 SOURCES = ["gguf/mixed.gguf", "gguf/align64.gguf", "gguf/tiny-llama-Q4_K_M.gguf",
@@ -52,16 +52,6 @@ def edge_values():
     return np.concatenate([bf16_side, f16_side, subnormal_side]).view("<f4")
 
 
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def stats(mount):
-    with open(os.path.join(mount.path, ".tensorfs/stats.json")) as f:
-        return json.load(f)
-
-
 def tensor_dirs(mount):
     return sorted(n for n in os.listdir(mount.path) if os.path.isdir(os.path.join(mount.path, n)) and n[0] != ".")
 
@@ -73,14 +63,14 @@ class EveryVectorModel(unittest.TestCase):
             with Mount(os.path.join(VECTORS, source)) as m:
                 for name in tensor_dirs(m):
                     with self.subTest(source=source, tensor=name):
-                        meta = json.loads(read(m.tensor(name, "meta.json")))
+                        meta = json.loads(read_file(m.tensor(name, "meta.json")))
                         if meta["dequant"] is None:
                             self.assertFalse(os.path.exists(m.tensor(name, "dequant.bf16")))
                             continue
                         f32 = np.fromfile(m.tensor(name, "dequant.f32"), dtype="<f4")
                         bf16 = np.fromfile(m.tensor(name, "dequant.bf16"), dtype="<u2")
                         f16 = np.fromfile(m.tensor(name, "dequant.f16"), dtype="<u2")
-                        raw = read(m.tensor(name, "raw"))
+                        raw = read_file(m.tensor(name, "raw"))
                         # A tensor already in the view's dtype serves its raw bytes (NaN payloads kept)...
                         if meta["dtype"] == "BF16":
                             self.assertEqual(bf16.tobytes(), raw)
@@ -113,7 +103,7 @@ class EdgeValues(unittest.TestCase):
     def test_bit_for_bit_what_pytorch_and_numpy_give(self):
         self.assertGreater(self.values.size, 3_500_000)
         with Mount(self.source) as m:
-            self.assertEqual(read(m.tensor("edges", "dequant.f32")), self.values.tobytes())
+            self.assertEqual(read_file(m.tensor("edges", "dequant.f32")), self.values.tobytes())
             bf16 = np.fromfile(m.tensor("edges", "dequant.bf16"), dtype="<u2")
             f16 = np.fromfile(m.tensor("edges", "dequant.f16"), dtype="<u2")
         np.testing.assert_array_equal(bf16, torch_bf16_bits(self.values))
@@ -149,13 +139,13 @@ class FilesLikeDequantF32(unittest.TestCase):
         entry = "gguf/tiny-llama-Q4_K_M.gguf"
         with Mount(os.path.join(VECTORS, entry), "--cache-size", "1M") as m:
             name = "token_embd.weight"   # Q4_K, 512 x 256: four 64 KiB chunks of bf16
-            meta = json.loads(read(m.tensor(name, "meta.json")))
+            meta = json.loads(read_file(m.tensor(name, "meta.json")))
             for view in ("dequant.bf16", "dequant.f16"):
                 st = os.stat(m.tensor(name, view))
                 self.assertEqual(st.st_size, meta["elements"] * 2)
                 self.assertEqual(st.st_blocks, -(-st.st_size // 512))
-            whole = read(m.tensor(name, "dequant.bf16"))
-            after = stats(m)
+            whole = read_file(m.tensor(name, "dequant.bf16"))
+            after = mount_stats(m)
             self.assertEqual(after["reads"]["dequant.bf16"]["bytes"], len(whole))
             self.assertEqual(after["reads"]["dequant.f32"]["reads"], 0)
             chunks = -(-len(whole) // after["cache"]["chunk_bytes"])
@@ -171,8 +161,8 @@ class FilesLikeDequantF32(unittest.TestCase):
     def test_a_bf16_model_serves_its_raw_bytes(self):
         with Mount(os.path.join(VECTORS, "safetensors/sharded/model.safetensors.index.json")) as m:
             for name in tensor_dirs(m):
-                self.assertEqual(read(m.tensor(name, "dequant.bf16")), read(m.tensor(name, "raw")))
-            after = stats(m)
+                self.assertEqual(read_file(m.tensor(name, "dequant.bf16")), read_file(m.tensor(name, "raw")))
+            after = mount_stats(m)
             self.assertEqual(after["decode"]["bytes"], 0)
             self.assertGreater(after["reads"]["dequant.bf16"]["bytes"], 0)
 
