@@ -38,11 +38,11 @@ int run_request_loop(fuse_session* session) {
     if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) return fuse_session_loop(session);
 
     fuse_buf request{};
-    int result = 0;
+    int failure = 0;  // what the device's read failed with, if it did
     auto poll_until = std::chrono::steady_clock::now();
     while (!fuse_session_exited(session)) {
-        result = fuse_session_receive_buf(session, &request);
-        if (result == -EAGAIN) {
+        const int received = fuse_session_receive_buf(session, &request);
+        if (received == -EAGAIN) {
             if (std::chrono::steady_clock::now() < poll_until) {
                 ::sched_yield();
             } else {
@@ -50,15 +50,16 @@ int run_request_loop(fuse_session* session) {
             }
             continue;
         }
-        if (result == -EINTR) continue;
-        if (result <= 0) break;  // 0: unmounted (or the session ended); < 0: the device failed
+        if (received == -EINTR) continue;
+        if (received < 0) failure = received;
+        if (received <= 0) break;  // 0: unmounted (or the session ended)
         const bool poll_next = is_ping_pong(request);
         fuse_session_process_buf(session, &request);
         if (poll_next) poll_until = std::chrono::steady_clock::now() + kPollFor;
     }
     std::free(request.mem);
     fuse_session_reset(session);
-    return result < 0 ? result : 0;
+    return failure;  // not the last -EAGAIN or -EINTR: a signal that ends the session is a clean end
 }
 
 }  // namespace tensorfs
