@@ -19,7 +19,7 @@ from pytorch_checkpoints import (TORCH_TYPE_NAMES, every_dtype_state_dict, expec
                                  flatten, training_checkpoint, write_sharded)
 from remote_servers import Nginx, requests_in
 from safetensors_reader import SafetensorsFile
-from tensorfs_mount import BIN, DATA, Mount, run, same_floats
+from tensorfs_mount import BIN, DATA, Mount, run, same_floats, wait_until
 
 
 def tensor_folders(mount):
@@ -267,10 +267,13 @@ class TorchCheckpointsRemote(TorchCheckpoints):
         listed = run("ls", "--json", self.remote("large.pt"), "--cache-dir", tempfile.mkdtemp(dir=self.cache))
         self.assertEqual(listed.returncode, 0, listed.stderr)
         self.assertEqual([t["name"] for t in json.loads(listed.stdout)], ["w0", "w1", "w2", "w3"])
-        fetched = sum(sent for _, uri, _, sent, _, _ in requests_in(self.server.log_lines()[mark:])
-                      if uri == "/large.pt")
-        self.assertGreater(fetched, 0)
-        self.assertLess(fetched, size // 4, f"ls fetched {fetched} of {size} bytes")
+
+        def fetched():
+            return sum(sent for _, uri, _, sent, _, _ in requests_in(self.server.log_lines()[mark:])
+                       if uri == "/large.pt")
+        # nginx writes a request's line after its last byte: the lines can come after `ls` has ended.
+        self.assertTrue(wait_until(lambda: fetched() > 0))
+        self.assertLess(fetched(), size // 4, f"ls fetched {fetched()} of {size} bytes")
 
     def test_a_hostile_file_is_refused_by_its_url_and_runs_nothing(self):
         with tempfile.TemporaryDirectory(prefix="tensorfs-canary-") as folder:

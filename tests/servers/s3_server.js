@@ -257,9 +257,11 @@ function forward(request, response, storePort, record) {
     record.status = answer.statusCode;
     record.bytes = 0;
     answer.on('data', chunk => { record.bytes += chunk.length; });
-    answer.on('end', () => log.write(JSON.stringify(record) + '\n'));
+    // The request's line is in the log before the client has the end of the answer: a test that reads the log
+    // once its reads have returned sees every request they made.
+    answer.on('end', () => log.write(JSON.stringify(record) + '\n', () => response.end()));
     response.writeHead(answer.statusCode, answer.headers);
-    answer.pipe(response);
+    answer.pipe(response, { end: false });
   });
   upstream.on('error', error => refuse(response, new S3Refusal(500, 'InternalError', String(error)), record));
   upstream.end();
@@ -270,9 +272,10 @@ function refuse(response, refusal, record) {
   record.status = refusal.status;
   record.error = refusal.code;
   record.bytes = 0;
-  log.write(JSON.stringify(record) + '\n');
-  response.writeHead(refusal.status, { 'Content-Type': 'application/xml', 'Content-Length': body.length });
-  response.end(body);
+  log.write(JSON.stringify(record) + '\n', () => {  // logged first, as above
+    response.writeHead(refusal.status, { 'Content-Type': 'application/xml', 'Content-Length': body.length });
+    response.end(body);
+  });
 }
 
 function serveFront(storePort) {
