@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "formats.hpp"
+#include "format/formats.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/local_folder.hpp"
 #include "tensorfs/open_source.hpp"
