@@ -215,7 +215,9 @@ class FaultProxy:
     """A plain-HTTP proxy to one upstream port. Each request first takes the next fault queued for it, if any:
     ("status", code, extra headers[, body]) answers with that status instead; ("cut",) sends the head and half the body,
     then closes; ("short",) sends the head with the full Content-Length and only half the body, then closes; and
-    `delay` seconds pass before every answer. Only requests with a Range header take faults."""
+    `delay` seconds pass before every answer. Only requests with a Range header take faults. After `hold()`, every
+    range request is kept unanswered (counted in `held`) until stop(), which closes their connections unanswered:
+    a server that dies with requests in flight."""
 
     def __init__(self, upstream_port):
         self.upstream = upstream_port
@@ -229,11 +231,18 @@ class FaultProxy:
         self.server.listen(128)
         self.port = self.server.getsockname()[1]
         self.stopping = False
+        self.released = threading.Event()
+        self.released.set()
+        self.held = 0
         threading.Thread(target=self.accept_loop, daemon=True).start()
 
     def stop(self):
         self.stopping = True
+        self.released.set()
         self.server.close()
+
+    def hold(self):
+        self.released.clear()
 
     def queue(self, *faults):
         with self.lock:
@@ -274,6 +283,12 @@ class FaultProxy:
                         fault = self.faults.pop(0)
                 if self.delay:
                     time.sleep(self.delay)
+                if has_range and not self.released.is_set():
+                    with self.lock:
+                        self.held += 1
+                    self.released.wait()
+                if self.stopping:
+                    return
                 if fault and fault[0] == "status":
                     extra = "".join(f"{k}: {v}\r\n" for k, v in fault[2].items())
                     body = fault[3] if len(fault) > 3 else b"injected fault\n"

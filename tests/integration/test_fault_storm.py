@@ -1,0 +1,165 @@
+"""Page-fault storms on a cold remote mount (transformers turns mmap off on hf-mount because many threads faulting one
+FUSE file deadlocked it): 32 threads of one process map the mounted model.safetensors and touch random pages at
+once, over a proxy of our own in front of nginx (remote_servers.FaultProxy).
+
+- A server that answers slowly: every touch gets the right bytes, and the storm ends within the shared bound.
+- The server dies while the storm waits on it: the touched pages that were never fetched end in SIGBUS (caught in
+  the faulting thread of tests/integration/fault_storm.c), no page is ever wrong, and the mount stays alive: the
+  daemon lives, what was read before is read again, and it unmounts cleanly.
+
+The storm is a small C program (compiled here with the system's cc) because Python threads fault one at a time
+under the GIL, and because only a signal handler in the faulting thread can tell which page raised SIGBUS."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+
+from remote_servers import FaultProxy, Nginx
+from safetensors_reader import SafetensorsFile
+from tensorfs_mount import Mount, daemon_pids, is_mounted, read_file, run, wait_until
+from test_faults import daemon_alive
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MIB = 1 << 20
+THREADS = 32
+BOUND = 120  # seconds: generous, for a machine busy with other builds and for ASan; never reached when it works
+# Tensors of model.safetensors: 40 MiB of float32, five remote blocks (8 MiB) and tensors that straddle them.
+SIZES = {"embed": 9 * MIB, "layer.0": 7 * MIB, "layer.1": 11 * MIB, "layer.2": 5 * MIB, "head": 8 * MIB}
+
+
+def setUpModule():
+    global STORM, WORK
+    WORK = tempfile.mkdtemp(prefix="tensorfs-storm-")
+    STORM = os.path.join(WORK, "fault_storm")
+    subprocess.run([shutil.which("cc") or "/usr/bin/cc", "-O2", "-Wall", "-pthread", "-o", STORM,
+                    os.path.join(HERE, "fault_storm.c")], check=True, timeout=BOUND)
+
+
+def tearDownModule():
+    shutil.rmtree(WORK, ignore_errors=True)
+
+
+def write_model(folder):
+    """model.safetensors in `folder`, written by hand as the format says; returns {name: its data bytes}."""
+    rng = np.random.default_rng(19)
+    tensors = {name: rng.standard_normal(size // 4, dtype=np.float32).tobytes() for name, size in SIZES.items()}
+    header, offset = {}, 0
+    for name, data in tensors.items():
+        header[name] = {"dtype": "F32", "shape": [len(data) // 4], "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(os.path.join(folder, "model.safetensors"), "wb") as f:
+        f.write(len(text).to_bytes(8, "little") + text + b"".join(tensors.values()))
+    return tensors
+
+
+def expected_export(path, tensors, folder):
+    """What the mounted model.safetensors at `path` must hold: its header (checked by the independent reader to
+    name the source's tensors, dtypes and shapes) and each tensor's source bytes where that header puts them.
+    Written to a file in `folder`; returns (that file, {name: (begin, end) in the export})."""
+    with open(path, "rb") as f:
+        length = int.from_bytes(f.read(8), "little")
+        head = f.read(length)
+    size = os.path.getsize(path)
+    parsed = SafetensorsFile(len(head).to_bytes(8, "little") + head + bytes(size - 8 - length))
+    image = bytearray(size)
+    image[:8 + length] = length.to_bytes(8, "little") + head
+    spans = {}
+    for name, dtype, shape, begin, end in parsed.tensors:
+        assert (dtype, shape) == ("F32", [len(tensors[name]) // 4]), (name, dtype, shape)
+        image[begin:end] = tensors[name]
+        spans[name] = (begin, end)
+    assert sorted(spans) == sorted(tensors), spans
+    expected = os.path.join(folder, "expected.safetensors")
+    with open(expected, "wb") as f:
+        f.write(image)
+    return expected, spans
+
+
+def storm_command(mapped, expected, touches, seed, stop_at_sigbus):
+    return [STORM, mapped, expected, str(THREADS), str(touches), str(seed), str(int(stop_at_sigbus))]
+
+
+def touches_of(stdout):
+    """[(outcome, page)] of every touch the storm printed."""
+    return [(outcome, int(page)) for outcome, page in (line.split() for line in stdout.splitlines())]
+
+
+class FaultStorm(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="tensorfs-storm-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        data = os.path.join(self.tmp, "data")
+        os.mkdir(data)
+        self.tensors = write_model(data)
+        self.nginx = Nginx(data)
+        self.addCleanup(self.nginx.stop)
+        self.proxy = FaultProxy(self.nginx.http)
+        self.addCleanup(self.proxy.stop)
+        cache = os.path.join(self.tmp, "cache")  # empty: the mount starts cold
+        self.m = Mount(f"http://127.0.0.1:{self.proxy.port}/model.safetensors", "-o", f"cache_dir={cache}")
+        self.m.__enter__()
+        self.addCleanup(self.m.__exit__, None, None, None)
+        [self.pid] = daemon_pids(self.m.path)
+        self.export = os.path.join(self.m.path, "model.safetensors")
+        self.expected, self.spans = expected_export(self.export, self.tensors, self.tmp)
+
+    def unmount(self):
+        result = run("umount", self.m.path)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertFalse(is_mounted(self.m.path))
+        self.assertTrue(wait_until(lambda: not daemon_alive(self.pid)), "the daemon still runs after umount")
+
+    def test_threads_faulting_over_a_slow_server_all_get_the_right_bytes(self):
+        self.proxy.delay = 0.2
+        result = subprocess.run(storm_command(self.export, self.expected, 16, 1, False), capture_output=True,
+                                text=True, timeout=BOUND)  # raises TimeoutExpired if the storm deadlocks
+        self.assertEqual(result.returncode, 0, result.stderr)
+        touched = touches_of(result.stdout)
+        self.assertEqual(len(touched), THREADS * 16)
+        self.assertEqual([t for t in touched if t[0] != "ok"], [])
+        self.assertGreater(len({page for _, page in touched}), THREADS * 8, "the storm touched too few pages")
+        self.unmount()
+
+    def test_server_killed_mid_storm_ends_unfetched_pages_in_sigbus_and_the_mount_lives(self):
+        # One tensor read before the server dies: its pages are in the caches and must stay right.
+        warm = "layer.1"
+        self.assertEqual(read_file(self.m.tensor(warm, "raw")), self.tensors[warm])
+        self.proxy.hold()
+        storm = subprocess.Popen(storm_command(self.export, self.expected, 8, 2, True), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertTrue(wait_until(lambda: self.proxy.held > 0 or storm.poll() is not None, BOUND),
+                            "the storm never reached the server")
+            self.nginx.stop()
+            self.proxy.stop()
+            out, err = storm.communicate(timeout=BOUND)
+        finally:
+            if storm.poll() is None:
+                storm.kill()
+                storm.communicate()
+        self.assertEqual(storm.returncode, 0, err)
+        touched = touches_of(out)
+        self.assertEqual([t for t in touched if t[0] == "wrong"], [])
+        self.assertTrue(any(outcome == "sigbus" for outcome, _ in touched), "no touch waited on the dead server")
+        # Pages well inside the warm tensor (away from pages the kernel may read ahead with cold neighbours).
+        begin, end = self.spans[warm]
+        page = os.sysconf("SC_PAGE_SIZE")
+        inside = [t for t in touched if begin + MIB <= t[1] * page and (t[1] + 1) * page <= end - MIB]
+        self.assertTrue(inside, "no touch fell inside the warm tensor")
+        self.assertEqual([t for t in inside if t[0] != "ok"], [])
+
+        self.assertTrue(daemon_alive(self.pid), "the daemon died with the server")
+        self.assertEqual(read_file(self.m.tensor(warm, "raw")), self.tensors[warm])
+        with open(self.m.tensor("head", "meta.json")) as f:
+            self.assertEqual(json.load(f)["shape"], [len(self.tensors["head"]) // 4])
+        self.unmount()
+
+
+if __name__ == "__main__":
+    unittest.main()
