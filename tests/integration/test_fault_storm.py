@@ -1,8 +1,9 @@
 """Page-fault storms on a cold remote mount (transformers turns mmap off on hf-mount because many threads faulting one
-FUSE file deadlocked it): 32 threads of one process map the mounted model.safetensors and touch random pages at
-once, over a proxy of our own in front of nginx (remote_servers.FaultProxy).
+FUSE file deadlocked it): 32 threads of one process map a mounted file and touch random pages at once, over a proxy
+of our own in front of nginx (remote_servers.FaultProxy).
 
-- A server that answers slowly: every touch gets the right bytes, and the storm ends within the shared bound.
+- A server that answers slowly: every touch gets the right bytes, and the storm ends within a generous bound; the
+  same on source/model.safetensors, the source's own file.
 - The server dies while the storm waits on it: the touched pages that were never fetched end in SIGBUS (caught in
   the faulting thread of tests/integration/fault_storm.c), no page is ever wrong, and the mount stays alive: the
   daemon lives, what was read before is read again, and it unmounts cleanly.
@@ -19,11 +20,10 @@ import unittest
 import numpy as np
 
 from remote_servers import FaultProxy, Nginx
-from safetensors_reader import SafetensorsFile
+from mapped_files import build_fault_storm, safetensors_header
 from tensorfs_mount import Mount, daemon_pids, is_mounted, read_file, run, wait_until
 from test_faults import daemon_alive
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 MIB = 1 << 20
 THREADS = 32
 BOUND = 120  # seconds: generous, for a machine busy with other builds and for ASan; never reached when it works
@@ -34,9 +34,7 @@ SIZES = {"embed": 9 * MIB, "layer.0": 7 * MIB, "layer.1": 11 * MIB, "layer.2": 5
 def setUpModule():
     global STORM, WORK
     WORK = tempfile.mkdtemp(prefix="tensorfs-storm-")
-    STORM = os.path.join(WORK, "fault_storm")
-    subprocess.run([shutil.which("cc") or "/usr/bin/cc", "-O2", "-Wall", "-pthread", "-o", STORM,
-                    os.path.join(HERE, "fault_storm.c")], check=True, timeout=BOUND)
+    STORM = build_fault_storm(WORK)
 
 
 def tearDownModule():
@@ -62,13 +60,9 @@ def expected_export(path, tensors, folder):
     """What the mounted model.safetensors at `path` must hold: its header (checked by the independent reader to
     name the source's tensors, dtypes and shapes) and each tensor's source bytes where that header puts them.
     Written to a file in `folder`; returns (that file, {name: (begin, end) in the export})."""
-    with open(path, "rb") as f:
-        length = int.from_bytes(f.read(8), "little")
-        head = f.read(length)
-    size = os.path.getsize(path)
-    parsed = SafetensorsFile(len(head).to_bytes(8, "little") + head + bytes(size - 8 - length))
-    image = bytearray(size)
-    image[:8 + length] = length.to_bytes(8, "little") + head
+    head, parsed = safetensors_header(path)
+    image = bytearray(os.path.getsize(path))
+    image[:len(head)] = head
     spans = {}
     for name, dtype, shape, begin, end in parsed.tensors:
         assert (dtype, shape) == ("F32", [len(tensors[name]) // 4]), (name, dtype, shape)
@@ -97,6 +91,7 @@ class FaultStorm(unittest.TestCase):
         data = os.path.join(self.tmp, "data")
         os.mkdir(data)
         self.tensors = write_model(data)
+        self.original = os.path.join(data, "model.safetensors")
         self.nginx = Nginx(data)
         self.addCleanup(self.nginx.stop)
         self.proxy = FaultProxy(self.nginx.http)
@@ -115,16 +110,22 @@ class FaultStorm(unittest.TestCase):
         self.assertFalse(is_mounted(self.m.path))
         self.assertTrue(wait_until(lambda: not daemon_alive(self.pid)), "the daemon still runs after umount")
 
-    def test_threads_faulting_over_a_slow_server_all_get_the_right_bytes(self):
+    def storm_over_a_slow_server(self, mapped, expected):
         self.proxy.delay = 0.2
-        result = subprocess.run(storm_command(self.export, self.expected, 16, 1, False), capture_output=True,
-                                text=True, timeout=BOUND)  # raises TimeoutExpired if the storm deadlocks
+        result = subprocess.run(storm_command(mapped, expected, 16, 1, False), capture_output=True, text=True,
+                                timeout=BOUND)  # raises TimeoutExpired if the storm deadlocks
         self.assertEqual(result.returncode, 0, result.stderr)
         touched = touches_of(result.stdout)
         self.assertEqual(len(touched), THREADS * 16)
         self.assertEqual([t for t in touched if t[0] != "ok"], [])
         self.assertGreater(len({page for _, page in touched}), THREADS * 8, "the storm touched too few pages")
         self.unmount()
+
+    def test_threads_faulting_model_safetensors_over_a_slow_server_all_get_the_right_bytes(self):
+        self.storm_over_a_slow_server(self.export, self.expected)
+
+    def test_threads_faulting_a_source_file_over_a_slow_server_all_get_the_right_bytes(self):
+        self.storm_over_a_slow_server(os.path.join(self.m.path, "source", "model.safetensors"), self.original)
 
     def test_server_killed_mid_storm_ends_unfetched_pages_in_sigbus_and_the_mount_lives(self):
         # One tensor read before the server dies: its pages are in the caches and must stay right.

@@ -7,7 +7,9 @@ and from an S3 store, and gets what it gets from the original files:
   safetensors repo and for .bin repos in both of torch.save's formats;
 - for a .bin repo, building the model from the mount runs no pickle: tiny_model.py's canary (an audit hook that
   creates a file when the process unpickles anything or opens a .bin) stays unfired, while it fires when the same
-  program loads the original pytorch_model.bin."""
+  program loads the original pytorch_model.bin;
+- numpy (memmap, fromfile) and C programs (cmp, and fault_storm.c's mmap) read the side files, every file of
+  source/ and model.safetensors as they read the original files."""
 import contextlib
 import os
 import shutil
@@ -21,6 +23,7 @@ import torch
 
 import s3_servers
 import tiny_model
+from mapped_files import build_fault_storm, safetensors_header
 from remote_servers import HUB_REPO, Nginx, remote_env
 from tensorfs_mount import Mount, read_file
 
@@ -51,8 +54,9 @@ def build(runs, scratch):
 def setUpModule():
     """The repos, and the models built from their original folders as a framework reads them: model.safetensors,
     or pytorch_model.bin by torch.load; the latter must fire the canary, or its silence below would prove nothing."""
-    global SCRATCH, DATA, STATES, EXPECTED, PICKLE_FIRED_THE_CANARY
+    global SCRATCH, DATA, STATES, EXPECTED, PICKLE_FIRED_THE_CANARY, STORM
     SCRATCH = tempfile.mkdtemp(prefix="tensorfs-loaders-")
+    STORM = build_fault_storm(SCRATCH)
     DATA = os.path.join(SCRATCH, "repos")
     STATES = {}
     for repo, seed in REPOS.items():
@@ -103,6 +107,34 @@ class Loaders(unittest.TestCase):
                 loaded = torch.load(mounted, weights_only=True)
                 assert_same_state(self, loaded, torch.load(original, weights_only=True))
                 assert_same_state(self, loaded, STATES[repo])
+
+
+    def test_numpy_and_c_read_side_files_source_files_and_model_safetensors(self):
+        repo = "safetensors"
+        original = os.path.join(DATA, repo)
+        with Mount(self.source(repo), env=self.env()) as m:
+            source = os.path.join(m.path, "source")
+            pairs = [(os.path.join(m.path, name), os.path.join(original, name)) for name in SIDE_FILES]
+            pairs += [(os.path.join(source, name), os.path.join(original, name)) for name in os.listdir(source)]
+            self.assertIn(os.path.join(source, "model.safetensors"), [mounted for mounted, _ in pairs])
+            for mounted, expected in pairs:
+                self.assertEqual(subprocess.run(["cmp", mounted, expected]).returncode, 0, mounted)
+                self.assertTrue(np.array_equal(np.fromfile(mounted, np.uint8), np.fromfile(expected, np.uint8)))
+            # Each tensor by numpy.memmap at the offsets the independent reader finds, in the export and in the
+            # source's own file.
+            for path in (os.path.join(m.path, "model.safetensors"), os.path.join(source, "model.safetensors")):
+                _, parsed = safetensors_header(path)
+                for name, dtype, shape, begin, end in parsed.tensors:
+                    mapped = np.memmap(path, dtype=np.uint8, mode="r", offset=begin, shape=(end - begin,))
+                    expected = STATES[repo][name].contiguous().view(torch.uint8).numpy()
+                    self.assertTrue(np.array_equal(mapped, expected), f"{path}: {name}")
+                    del mapped
+            # C through mmap: a few threads map the source's file and compare every page they touch.
+            result = subprocess.run([STORM, os.path.join(source, "model.safetensors"),
+                                     os.path.join(original, "model.safetensors"), "4", "64", "3", "0"],
+                                    capture_output=True, text=True, timeout=120)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual({line.split()[0] for line in result.stdout.splitlines()}, {"ok"})
 
 
 class LoadersLocal(Loaders):
