@@ -7,6 +7,7 @@ scripts/install-deps.sh
 
 scripts/build.sh build
 (cd build && ctest --output-on-failure)
+scripts/check-loaders  # llama.cpp generates from mounted GGUFs as from the files (docs/loaders.md), ~20 s
 
 scripts/build.sh build-asan -DTENSORFS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure)
