@@ -17,6 +17,8 @@ int info_command(const Arguments& args);
 int cat_command(const Arguments& args);
 int convert_command(const Arguments& args);
 int stats_command(const Arguments& args);
+// Returns 2 on an error, as cmp and diff do.
+int diff_command(const Arguments& args);
 
 // Prints the one line `tensorfs: MESSAGE; try 'tensorfs --help'`; returns 1.
 int usage_error(const std::string& message);

@@ -1,0 +1,163 @@
+#include "diff_compare.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "diff_permutation.hpp"
+#include "tensorfs/errors.hpp"
+#include "text_output.hpp"
+
+namespace tensorfs::cli {
+namespace {
+
+// Bytes of float32 values (or stored bytes) read from each side at a time: a few decoded chunks.
+constexpr std::size_t kSpan = std::size_t{4} << 20;
+
+// Reads exactly `length` bytes of the file at `node` from `offset`.
+void read_exactly(DiffSide& side, Node node, std::uint64_t offset, std::size_t length, char* dst) {
+    while (length > 0) {
+        const std::size_t got = side.content.read(node, offset, length, dst);
+        if (got == 0) throw IoError(side.path + ": " + visible(side.catalog().tensors[node.tensor].name) +
+                                    ": the source ended early");
+        offset += got;
+        dst += got;
+        length -= got;
+    }
+}
+
+// Whether two tensors' stored bytes mean the same values the same way: the same decoder and block geometry.
+bool same_encoding(const Tensor& a, const Tensor& b) {
+    return a.type->portable == b.type->portable && a.type->block_bytes == b.type->block_bytes &&
+           a.type->block_elements == b.type->block_elements && a.nbytes == b.nbytes && a.raw_in_c_order &&
+           b.raw_in_c_order;
+}
+
+bool same_stored_bytes(DiffSide& a, DiffSide& b, std::uint32_t ta, std::uint32_t tb) {
+    const std::uint64_t size = a.catalog().tensors[ta].nbytes;
+    std::vector<char> bytes_a(std::min<std::uint64_t>(size, kSpan)), bytes_b(bytes_a.size());
+    for (std::uint64_t offset = 0; offset < size; offset += bytes_a.size()) {
+        const std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(bytes_a.size(), size - offset));
+        read_exactly(a, Node{NodeKind::Raw, ta}, offset, length, bytes_a.data());
+        read_exactly(b, Node{NodeKind::Raw, tb}, offset, length, bytes_b.data());
+        if (std::memcmp(bytes_a.data(), bytes_b.data(), length) != 0) return false;
+    }
+    return true;
+}
+
+// Reads the float32 values of both tensors of a pair in step and adds them to `sums`.
+class ValueStreams {
+public:
+    ValueStreams(DiffSide& a, DiffSide& b, const TensorPair& pair, const std::function<void(std::uint64_t)>& progressed)
+        : a_(a), b_(b), pair_(pair), progressed_(progressed) {}
+
+    // The values in the order both files hold them.
+    void add_in_order(DiffSums& sums) {
+        const std::uint64_t size = a_.catalog().tensors[*pair_.a].f32_bytes();
+        buffer_a_.resize(std::min<std::uint64_t>(size, kSpan) / 4);
+        buffer_b_.resize(buffer_a_.size());
+        for (std::uint64_t offset = 0; offset < size; offset += kSpan) {
+            const std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(kSpan, size - offset));
+            read_span(offset, length);
+            sums.add(buffer_a_.data(), buffer_b_.data(), length / 4);
+        }
+    }
+
+    // The GGUF side's rows taken back to the Hugging Face order, one head at a time (the converter moved rows only
+    // within a head).
+    void add_unpermuted(DiffSums& sums) {
+        const Tensor& tensor = a_.catalog().tensors[*pair_.a];
+        const std::uint64_t rows = tensor.shape.empty() ? 1 : tensor.shape.front();
+        const std::uint64_t heads = pair_.permuted_heads;
+        if (!permutable(rows, heads)) {
+            throw std::runtime_error(visible(tensor.name) + ": its " + std::to_string(rows) +
+                                     " rows do not split into " + std::to_string(heads) +
+                                     " heads of an even number of rows, as the GGUF's head count says they should");
+        }
+        const std::uint64_t columns = rows == 0 ? 0 : tensor.elements / rows;
+        const std::uint64_t head_rows = rows / heads;
+        const std::size_t head_bytes = static_cast<std::size_t>(head_rows * columns * 4);
+        buffer_a_.resize(head_bytes / 4);
+        buffer_b_.resize(head_bytes / 4);
+        const float* hf = pair_.gguf_is_a ? buffer_b_.data() : buffer_a_.data();
+        const float* gguf = pair_.gguf_is_a ? buffer_a_.data() : buffer_b_.data();
+        for (std::uint64_t head = 0; head < heads && head_bytes > 0; ++head) {
+            read_span(head * head_bytes, head_bytes);
+            for (std::uint64_t row = 0; row < head_rows; ++row) {
+                const float* hf_row = hf + row * columns;
+                const float* gguf_row = gguf + gguf_row_of(row, head_rows, 1) * columns;
+                if (pair_.gguf_is_a) {
+                    sums.add(gguf_row, hf_row, columns);
+                } else {
+                    sums.add(hf_row, gguf_row, columns);
+                }
+            }
+        }
+    }
+
+private:
+    void read_span(std::uint64_t offset, std::size_t length) {
+        read_exactly(a_, Node{NodeKind::DequantF32, *pair_.a}, offset, length, reinterpret_cast<char*>(buffer_a_.data()));
+        read_exactly(b_, Node{NodeKind::DequantF32, *pair_.b}, offset, length, reinterpret_cast<char*>(buffer_b_.data()));
+        if (pair_.added != 0) {
+            float* gguf = pair_.gguf_is_a ? buffer_a_.data() : buffer_b_.data();
+            for (std::size_t i = 0; i < length / 4; ++i) gguf[i] -= pair_.added;
+        }
+        progressed_(2 * std::uint64_t{length});
+    }
+
+    DiffSide& a_;
+    DiffSide& b_;
+    const TensorPair& pair_;
+    const std::function<void(std::uint64_t)>& progressed_;
+    std::vector<float> buffer_a_, buffer_b_;
+};
+
+}  // namespace
+
+std::uint64_t values_bytes(const DiffSide& a, const DiffSide& b, const TensorPair& pair) {
+    if (!pair.a || !pair.b) return 0;
+    const Tensor& ta = a.catalog().tensors[*pair.a];
+    const Tensor& tb = b.catalog().tensors[*pair.b];
+    if (ta.shape != tb.shape || !ta.type->has_dequant() || !tb.type->has_dequant()) return 0;
+    return ta.f32_bytes() + tb.f32_bytes();
+}
+
+PairResult compare_pair(DiffSide& a, DiffSide& b, const TensorPair& pair,
+                        const std::function<void(std::uint64_t)>& progressed) {
+    PairResult result;
+    result.pair = pair;
+    if (!pair.b) {
+        result.status = PairStatus::OnlyInA;
+        return result;
+    }
+    if (!pair.a) {
+        result.status = PairStatus::OnlyInB;
+        return result;
+    }
+    const Tensor& ta = a.catalog().tensors[*pair.a];
+    const Tensor& tb = b.catalog().tensors[*pair.b];
+    if (ta.shape != tb.shape) {
+        result.status = PairStatus::ShapeMismatch;
+        return result;
+    }
+    const bool rearranged = pair.permuted_heads != 0 || pair.added != 0;
+    result.values_compared = ta.type->has_dequant() && tb.type->has_dequant();
+    if (result.values_compared) {
+        ValueStreams streams(a, b, pair, progressed);
+        if (pair.permuted_heads != 0) {
+            streams.add_unpermuted(result.sums);
+        } else {
+            streams.add_in_order(result.sums);
+        }
+    }
+    // Values that differ come from bytes that differ: the stored bytes are read only when the values are equal.
+    const bool values_equal = result.values_compared && result.sums.differing == 0;
+    const bool may_be_same_bytes = (values_equal || !result.values_compared) && !rearranged && same_encoding(ta, tb);
+    result.bytes_identical = may_be_same_bytes && same_stored_bytes(a, b, *pair.a, *pair.b);
+    const bool equal = result.values_compared ? values_equal : result.bytes_identical;
+    result.status = equal ? PairStatus::Identical : PairStatus::Different;
+    return result;
+}
+
+}  // namespace tensorfs::cli
