@@ -63,6 +63,10 @@ Pairing pair_tensors(const Catalog& a, const Catalog& b, NameMode mode, const st
             throw std::runtime_error("no GGUF name map for architecture '" + model.architecture +
                                      "' (llama, qwen2, qwen3, gemma, gemma2, phi3 have one); try --names same");
         }
+        if (model.architecture == "llama" && model.head_count == 0) {
+            throw std::runtime_error("the GGUF has no llama.attention.head_count: its q and k rows cannot be put "
+                                     "back in Hugging Face order");
+        }
     }
     const Catalog& hf = a_gguf && by_gguf_names ? b : a;
     const Catalog& other = a_gguf && by_gguf_names ? a : b;

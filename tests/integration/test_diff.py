@@ -16,7 +16,7 @@ import numpy as np
 import gguf_writer
 import remote_servers
 from safetensors_files import write_safetensors
-from tensorfs_mount import run
+from tensorfs_mount import run, wait_until
 
 
 def numpy_metrics(a, b):
@@ -306,7 +306,11 @@ class DiffTest(unittest.TestCase):
         bad = self.path("bad.safetensors")
         with open(bad, "wb") as f:
             f.write(b"\xff" * 16)
-        for args in ((a, self.path("missing.safetensors")), (a, bad), ("--tensors", "nothing*", a, a),
+        # A llama GGUF without its head counts: its q/k rows cannot be put back in order.
+        headless = self.path("headless.gguf")
+        gguf_writer.write_gguf(headless, {"general.architecture": "llama"},
+                               [("token_embd.weight", (4, 4), gguf_writer.GGML_F32, f32(values).tobytes())])
+        for args in ((a, self.path("missing.safetensors")), (a, bad), ("--tensors", "nothing*", a, a), (a, headless),
                      ("--names", "gguf", a, a), ("--names", "other", a, a), (a,), ("--json", "--csv", a, a)):
             result = diff(*args)
             self.assertEqual(result.returncode, 2, args)
@@ -379,7 +383,7 @@ class DiffTest(unittest.TestCase):
                          (0, len(tensors), len(tensors)))
 
     def test_remote_side_gives_the_same_figures(self):
-        values = f32(self.rng.standard_normal((256, 64)))
+        values = f32(self.rng.standard_normal((1024, 512)))   # 2 MiB: more than one block of the remote reads
         served = os.path.join(self.folder, "served")
         os.makedirs(served)
         write_safetensors(os.path.join(served, "a.safetensors"), [entry("w", values), entry("v", values[0])])
@@ -391,6 +395,18 @@ class DiffTest(unittest.TestCase):
             url = f"http://127.0.0.1:{server.http}/a.safetensors"
             remote = subprocess.run([os.environ["TENSORFS_BIN"], "diff", "--json", url, b], capture_output=True,
                                     text=True, timeout=120, env=environment)
+            # Each byte is fetched once, though the equal tensor's stored bytes are read twice (values, then bytes):
+            # wait (bounded) for nginx to log at least the tensors' bytes; past the header read that opens the
+            # source (as every command's does), no more than the file may have been sent.
+            size = os.path.getsize(os.path.join(served, "a.safetensors"))
+
+            def requests():
+                return [r for r in remote_servers.requests_in(server.log_lines()) if r[1] == "/a.safetensors"]
+
+            wait_until(lambda: sum(r[3] for r in requests()[1:]) >= values.nbytes + values[0].nbytes)
+            fetched_after_open = sum(r[3] for r in requests()[1:])
+            self.assertGreaterEqual(fetched_after_open, values.nbytes + values[0].nbytes)
+            self.assertLessEqual(fetched_after_open, size)
         finally:
             server.stop()
         local = diff("--json", os.path.join(served, "a.safetensors"), b)
