@@ -13,6 +13,9 @@ namespace {
 
 // Bytes of float32 values (or stored bytes) read from each side at a time: a few decoded chunks.
 constexpr std::size_t kSpan = std::size_t{4} << 20;
+// The most float32 bytes of one head that a GGUF's permuted rows are put back in order in, per side: far above any
+// real model's (128 to 256 rows of at most a few ten thousand columns), a bound on what a header can make us take.
+constexpr std::uint64_t kLargestHead = std::uint64_t{64} << 20;
 
 // Reads exactly `length` bytes of the file at `node` from `offset`.
 void read_exactly(DiffSide& side, Node node, std::uint64_t offset, std::size_t length, char* dst) {
@@ -67,6 +70,7 @@ public:
     // within a head).
     void add_unpermuted(DiffSums& sums) {
         const Tensor& tensor = a_.catalog().tensors[*pair_.a];
+        if (tensor.elements == 0) return;
         const std::uint64_t rows = tensor.shape.empty() ? 1 : tensor.shape.front();
         const std::uint64_t heads = pair_.permuted_heads;
         if (!permutable(rows, heads)) {
@@ -74,14 +78,19 @@ public:
                                      " rows do not split into " + std::to_string(heads) +
                                      " heads of an even number of rows, as the GGUF's head count says they should");
         }
-        const std::uint64_t columns = rows == 0 ? 0 : tensor.elements / rows;
+        const std::uint64_t columns = tensor.elements / rows;
         const std::uint64_t head_rows = rows / heads;
+        if (columns > kLargestHead / 4 / head_rows) {
+            throw std::runtime_error(visible(tensor.name) + ": a head of " + std::to_string(head_rows) + " rows of " +
+                                     std::to_string(columns) + " values is more than diff puts back in order (" +
+                                     human_size(kLargestHead) + ")");
+        }
         const std::size_t head_bytes = static_cast<std::size_t>(head_rows * columns * 4);
         buffer_a_.resize(head_bytes / 4);
         buffer_b_.resize(head_bytes / 4);
         const float* hf = pair_.gguf_is_a ? buffer_b_.data() : buffer_a_.data();
         const float* gguf = pair_.gguf_is_a ? buffer_a_.data() : buffer_b_.data();
-        for (std::uint64_t head = 0; head < heads && head_bytes > 0; ++head) {
+        for (std::uint64_t head = 0; head < heads; ++head) {
             read_span(head * head_bytes, head_bytes);
             for (std::uint64_t row = 0; row < head_rows; ++row) {
                 const float* hf_row = hf + row * columns;

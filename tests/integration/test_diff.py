@@ -136,6 +136,8 @@ def convert(tensors, architecture, path, ggml_type):
     (vectors in F32). Returns {gguf name: the float32 values ggml decodes, in the GGUF's row order}."""
     entries, decoded = [], {}
     for name, values in tensors.items():
+        if architecture == "gemma" and name.endswith("norm.weight"):
+            values = values + np.float32(1)   # Gemma's converter: llama.cpp's norm multiplies by w, Gemma's by 1 + w
         if architecture == "llama" and ".q_proj." in name:
             values = permute(values, HEADS, HEADS)
         elif architecture == "llama" and ".k_proj." in name:
@@ -374,6 +376,17 @@ class DiffTest(unittest.TestCase):
                 pairs, _, _ = json_lines(hf, gguf)
                 self.assertTrue(all(line["unpermuted_heads"] == 0 for line in pairs.values()))
                 self.assertIn("model.layers.1.self_attn.k_proj.bias", pairs)
+
+    def test_gemma_norms_have_the_converters_one_taken_off(self):
+        tensors, hf, gguf, decoded = self.hf_and_gguf("gemma", gguf_writer.GGML_F16)
+        pairs, summary, _ = json_lines(hf, gguf)
+        self.assertEqual((summary["paired"], summary["only_in_a"], summary["only_in_b"]), (len(tensors), 0, 0))
+        for name in ("model.norm.weight", "model.layers.1.input_layernorm.weight"):
+            self.assertEqual(pairs[name]["gguf_added"], 1.0)
+            back = decoded[gguf_name(name)] - np.float32(1)
+            self.assert_metrics(pairs[name], numpy_metrics(tensors[name], back))
+            self.assertLess(as_number(pairs[name]["relative_rmse"]), 1e-6)
+        self.assertEqual(pairs["model.layers.1.mlp.up_proj.weight"]["gguf_added"], 0.0)
 
     def test_same_names_do_not_pair_hf_with_gguf(self):
         tensors, hf, gguf, _ = self.hf_and_gguf("llama", gguf_writer.GGML_F16)
