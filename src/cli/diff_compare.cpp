@@ -106,8 +106,10 @@ public:
 
 private:
     void read_span(std::uint64_t offset, std::size_t length) {
-        read_exactly(a_, Node{NodeKind::DequantF32, *pair_.a}, offset, length, reinterpret_cast<char*>(buffer_a_.data()));
-        read_exactly(b_, Node{NodeKind::DequantF32, *pair_.b}, offset, length, reinterpret_cast<char*>(buffer_b_.data()));
+        read_exactly(a_, Node{NodeKind::DequantF32, *pair_.a}, offset, length,
+                     reinterpret_cast<char*>(buffer_a_.data()));
+        read_exactly(b_, Node{NodeKind::DequantF32, *pair_.b}, offset, length,
+                     reinterpret_cast<char*>(buffer_b_.data()));
         if (pair_.added != 0) {
             float* gguf = pair_.gguf_is_a ? buffer_a_.data() : buffer_b_.data();
             for (std::size_t i = 0; i < length / 4; ++i) gguf[i] -= pair_.added;

@@ -26,7 +26,7 @@ bool run_is_finite(const float* a, const float* b, std::size_t count) {
         std::uint32_t bits_a, bits_b;
         std::memcpy(&bits_a, a + i, 4);
         std::memcpy(&bits_b, b + i, 4);
-        non_finite |= static_cast<std::uint32_t>(!finite_bits(bits_a)) | static_cast<std::uint32_t>(!finite_bits(bits_b));
+        non_finite |= static_cast<std::uint32_t>(!finite_bits(bits_a) | !finite_bits(bits_b));
     }
     return non_finite == 0;
 }

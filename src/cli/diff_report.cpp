@@ -236,7 +236,8 @@ void print_table(const DiffReport& report, const Summary& summary, bool quiet) {
         std::fputc('\n', stdout);
     }
     const DiffMetrics total = metrics_of(summary.total);
-    std::printf("paired %llu: %llu identical, %llu different, %llu shape mismatches; only in A: %llu, only in B: %llu\n",
+    std::printf("paired %llu: %llu identical, %llu different, %llu shape mismatches; only in A: %llu, "
+                "only in B: %llu\n",
                 static_cast<unsigned long long>(summary.paired), static_cast<unsigned long long>(summary.identical),
                 static_cast<unsigned long long>(summary.different),
                 static_cast<unsigned long long>(summary.shape_mismatch),

@@ -302,6 +302,36 @@ class DiffTest(unittest.TestCase):
         self.assertIn("worst by relative RMSE", result.stdout)
         self.assertEqual(result.stderr, "")   # no progress line off a terminal
 
+    def test_progress_line_on_a_terminal_only(self):
+        values = self.rng.standard_normal((64, 64))
+        a = self.write("a.safetensors", [entry("w", values), entry("x", values)])
+        b = self.write("b.safetensors", [entry("w", values), entry("x", values * 2)])
+        controller, terminal = os.openpty()
+        try:
+            result = subprocess.run([os.environ["TENSORFS_BIN"], "diff", a, b], stdout=subprocess.PIPE,
+                                    stderr=terminal, text=True, timeout=120)
+            os.close(terminal)
+            terminal = None
+            shown = b""
+            while True:
+                try:
+                    piece = os.read(controller, 65536)
+                except OSError:   # EIO: the terminal's other end is closed and everything was read
+                    break
+                if not piece:
+                    break
+                shown += piece
+        finally:
+            if terminal is not None:
+                os.close(terminal)
+            os.close(controller)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn(b"comparing 2/2 tensors: 64.0 KiB of 64.0 KiB (100%)", shown)
+        quiet = subprocess.run([os.environ["TENSORFS_BIN"], "diff", "--quiet", a, b], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=120)
+        self.assertEqual(quiet.stderr, b"")
+        self.assertTrue(quiet.stdout.startswith(b"paired 2: 1 identical, 1 different"), quiet.stdout)   # no rows
+
     def test_trouble_is_status_2(self):
         values = self.rng.standard_normal((4, 4))
         a = self.write("a.safetensors", [entry("w", values)])
