@@ -11,8 +11,9 @@
 namespace tensorfs::cli {
 namespace {
 
-// Bytes of float32 values (or stored bytes) read from each side at a time: a few decoded chunks.
-constexpr std::size_t kSpan = std::size_t{4} << 20;
+// Bytes of float32 values (or stored bytes) read from each side at a time: small enough that both sides' copies stay
+// in the core's cache while the sums read them.
+constexpr std::size_t kSpan = std::size_t{256} << 10;
 // The most float32 bytes of one head that a GGUF's permuted rows are put back in order in, per side: far above any
 // real model's (128 to 256 rows of at most a few ten thousand columns), a bound on what a header can make us take.
 constexpr std::uint64_t kLargestHead = std::uint64_t{64} << 20;
