@@ -5,7 +5,6 @@
 #include <stdexcept>
 
 #include "diff_permutation.hpp"
-#include "tensorfs/errors.hpp"
 #include "text_output.hpp"
 
 namespace tensorfs::cli {
@@ -18,18 +17,6 @@ constexpr std::size_t kSpan = std::size_t{256} << 10;
 // real model's (128 to 256 rows of at most a few ten thousand columns), a bound on what a header can make us take.
 constexpr std::uint64_t kLargestHead = std::uint64_t{64} << 20;
 
-// Reads exactly `length` bytes of the file at `node` from `offset`.
-void read_exactly(DiffSide& side, Node node, std::uint64_t offset, std::size_t length, char* dst) {
-    while (length > 0) {
-        const std::size_t got = side.content.read(node, offset, length, dst);
-        if (got == 0) throw IoError(side.path + ": " + visible(side.catalog().tensors[node.tensor].name) +
-                                    ": the source ended early");
-        offset += got;
-        dst += got;
-        length -= got;
-    }
-}
-
 // Whether two tensors' stored bytes mean the same values the same way: the same decoder and block geometry.
 bool same_encoding(const Tensor& a, const Tensor& b) {
     return a.type->portable == b.type->portable && a.type->block_bytes == b.type->block_bytes &&
@@ -37,13 +24,15 @@ bool same_encoding(const Tensor& a, const Tensor& b) {
            b.raw_in_c_order;
 }
 
-bool same_stored_bytes(DiffSide& a, DiffSide& b, std::uint32_t ta, std::uint32_t tb) {
-    const std::uint64_t size = a.catalog().tensors[ta].nbytes;
+bool same_stored_bytes(const DiffSide& a, const DiffSide& b, std::uint32_t ta, std::uint32_t tb) {
+    const Tensor& tensor_a = a.catalog().tensors[ta];
+    const Tensor& tensor_b = b.catalog().tensors[tb];
+    const std::uint64_t size = tensor_a.nbytes;
     std::vector<char> bytes_a(std::min<std::uint64_t>(size, kSpan)), bytes_b(bytes_a.size());
     for (std::uint64_t offset = 0; offset < size; offset += bytes_a.size()) {
         const std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(bytes_a.size(), size - offset));
-        read_exactly(a, Node{NodeKind::Raw, ta}, offset, length, bytes_a.data());
-        read_exactly(b, Node{NodeKind::Raw, tb}, offset, length, bytes_b.data());
+        a.files.read_of_tensor(tensor_a, tensor_a.offset + offset, length, bytes_a.data());
+        b.files.read_of_tensor(tensor_b, tensor_b.offset + offset, length, bytes_b.data());
         if (std::memcmp(bytes_a.data(), bytes_b.data(), length) != 0) return false;
     }
     return true;
@@ -55,15 +44,21 @@ public:
     ValueStreams(DiffSide& a, DiffSide& b, const TensorPair& pair, const std::function<void(std::uint64_t)>& progressed)
         : a_(a), b_(b), pair_(pair), progressed_(progressed) {}
 
-    // The values in the order both files hold them.
+    // The values in the order both files hold them, summed where the decoded chunks hold them (copied first only
+    // when the GGUF's values are to be shifted).
     void add_in_order(DiffSums& sums) {
         const std::uint64_t size = a_.catalog().tensors[*pair_.a].f32_bytes();
-        buffer_a_.resize(std::min<std::uint64_t>(size, kSpan) / 4);
-        buffer_b_.resize(buffer_a_.size());
         for (std::uint64_t offset = 0; offset < size; offset += kSpan) {
             const std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(kSpan, size - offset));
-            read_span(offset, length);
-            sums.add(buffer_a_.data(), buffer_b_.data(), length / 4);
+            if (pair_.added != 0) {
+                buffer_a_.resize(length / 4);
+                buffer_b_.resize(length / 4);
+                read_span(offset, length);
+                sums.add(buffer_a_.data(), buffer_b_.data(), length / 4);
+            } else {
+                find_pieces(offset, length);
+                add_pieces(sums);
+            }
         }
     }
 
@@ -106,22 +101,66 @@ public:
     }
 
 private:
+    using Piece = DequantReader::Piece;
+
+    // The parts of decoded chunks that hold bytes [offset, offset + length) of both sides' values.
+    void find_pieces(std::uint64_t offset, std::size_t length) {
+        pieces_a_.clear();
+        pieces_b_.clear();
+        a_.values.read_pieces(*pair_.a, offset, length, pieces_a_);
+        b_.values.read_pieces(*pair_.b, offset, length, pieces_b_);
+        progressed_(2 * std::uint64_t{length});
+    }
+
+    static const float* floats_of(const Piece& piece, std::size_t used) {
+        return reinterpret_cast<const float*>(piece.chunk->data() + piece.offset + used);
+    }
+
+    // Sums the pieces of both sides in step: their chunks split the values at different places.
+    void add_pieces(DiffSums& sums) const {
+        std::size_t next_a = 0, next_b = 0, used_a = 0, used_b = 0;
+        while (next_a < pieces_a_.size() && next_b < pieces_b_.size()) {
+            const Piece& piece_a = pieces_a_[next_a];
+            const Piece& piece_b = pieces_b_[next_b];
+            const std::size_t bytes = std::min(piece_a.length - used_a, piece_b.length - used_b);
+            sums.add(floats_of(piece_a, used_a), floats_of(piece_b, used_b), bytes / 4);
+            used_a += bytes;
+            used_b += bytes;
+            if (used_a == piece_a.length) {
+                ++next_a;
+                used_a = 0;
+            }
+            if (used_b == piece_b.length) {
+                ++next_b;
+                used_b = 0;
+            }
+        }
+    }
+
+    static void copy_pieces(const std::vector<Piece>& pieces, float* values) {
+        char* to = reinterpret_cast<char*>(values);
+        for (const Piece& piece : pieces) {
+            std::memcpy(to, piece.chunk->data() + piece.offset, piece.length);
+            to += piece.length;
+        }
+    }
+
+    // Both sides' values at [offset, offset + length) copied into the buffers, the GGUF's shifted back.
     void read_span(std::uint64_t offset, std::size_t length) {
-        read_exactly(a_, Node{NodeKind::DequantF32, *pair_.a}, offset, length,
-                     reinterpret_cast<char*>(buffer_a_.data()));
-        read_exactly(b_, Node{NodeKind::DequantF32, *pair_.b}, offset, length,
-                     reinterpret_cast<char*>(buffer_b_.data()));
+        find_pieces(offset, length);
+        copy_pieces(pieces_a_, buffer_a_.data());
+        copy_pieces(pieces_b_, buffer_b_.data());
         if (pair_.added != 0) {
             float* gguf = pair_.gguf_is_a ? buffer_a_.data() : buffer_b_.data();
             for (std::size_t i = 0; i < length / 4; ++i) gguf[i] -= pair_.added;
         }
-        progressed_(2 * std::uint64_t{length});
     }
 
     DiffSide& a_;
     DiffSide& b_;
     const TensorPair& pair_;
     const std::function<void(std::uint64_t)>& progressed_;
+    std::vector<Piece> pieces_a_, pieces_b_;
     std::vector<float> buffer_a_, buffer_b_;
 };
 

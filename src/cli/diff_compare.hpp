@@ -1,6 +1,7 @@
-// The comparison of one pair of `tensorfs diff`: both tensors' float32 values streamed in step through Content (the
-// decoded chunks of the mount, decoded ahead by its workers on every core, within the cache budget), their sums
-// accumulated chunk by chunk, so that memory stays bounded whatever the tensors' sizes.
+// The comparison of one pair of `tensorfs diff`: both tensors' float32 values streamed in step through a
+// DequantReader each (the decoded chunks of a mount, decoded ahead by its workers on every core, within the cache
+// budget), their sums accumulated chunk by chunk straight from the chunks, so that memory stays bounded whatever the
+// tensors' sizes.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 #include "diff_metrics.hpp"
 #include "diff_pairs.hpp"
 #include "loaded_source.hpp"
-#include "tensorfs/content.hpp"
+#include "tensorfs/dequant_reader.hpp"
 #include "tensorfs/source_files.hpp"
 #include "tensorfs/stats.hpp"
 
@@ -21,8 +22,8 @@ namespace tensorfs::cli {
 struct DiffSide {
     // Throws InvalidSource as `tensorfs ls SOURCE` would.
     DiffSide(const std::string& source, const SourceOptions& options, std::uint64_t cache_budget)
-        : path(source), loaded(source, options), files(loaded.catalog), content(loaded.catalog, loaded.tree, files,
-                                                                                 stats, cache_budget) {}
+        : path(source), loaded(source, options), files(loaded.catalog), values(loaded.catalog, files, stats,
+                                                                                cache_budget) {}
 
     const Catalog& catalog() const { return loaded.catalog; }
 
@@ -30,7 +31,7 @@ struct DiffSide {
     LoadedSource loaded;
     SourceFiles files;
     Stats stats;
-    Content content;
+    DequantReader values;   // the float32 values, as dequant.f32 holds them
 };
 
 enum class PairStatus { Identical, Different, ShapeMismatch, OnlyInA, OnlyInB };
