@@ -16,7 +16,7 @@ import numpy as np
 import gguf_writer
 import remote_servers
 from safetensors_files import write_safetensors
-from tensorfs_mount import run, wait_until
+from tensorfs_mount import VECTORS, run, wait_until
 
 
 def numpy_metrics(a, b):
@@ -417,6 +417,20 @@ class DiffTest(unittest.TestCase):
             self.assert_metrics(pairs[name], numpy_metrics(tensors[name], back))
             self.assertLess(as_number(pairs[name]["relative_rmse"]), 1e-6)
         self.assertEqual(pairs["model.layers.1.mlp.up_proj.weight"]["gguf_added"], 0.0)
+
+    def test_a_gguf_against_its_own_export(self):
+        # llama.cpp's tiny Q4_K_M model against the F32 safetensors `tensorfs convert` makes of it: auto pairs by
+        # GGUF names, and names the map does not know (the export keeps llama.cpp's) pair as they are, unpermuted.
+        gguf = os.path.join(VECTORS, "gguf", "tiny-llama-Q4_K_M.gguf")
+        exported = self.path("export.safetensors")
+        self.assertEqual(run("convert", gguf, exported).returncode, 0)
+        pairs, summary, status = json_lines(gguf, exported)
+        self.assertEqual(status, 0)
+        self.assertEqual(summary["names"], "gguf")
+        self.assertEqual(summary["paired"], summary["identical"])
+        self.assertEqual((summary["only_in_a"], summary["only_in_b"]), (0, 0))
+        self.assertTrue(all(line["unpermuted_heads"] == 0 for line in pairs.values()))
+        self.assertIn("Q4_K", {line["dtype_a"] for line in pairs.values()})
 
     def test_same_names_do_not_pair_hf_with_gguf(self):
         tensors, hf, gguf, _ = self.hf_and_gguf("llama", gguf_writer.GGML_F16)
