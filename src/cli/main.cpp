@@ -28,6 +28,7 @@ constexpr const char* kUsage =
     "       tensorfs convert SOURCE OUT.safetensors [--dtype keep|bf16|f16|f32] [--cache-dir DIR]\n"
     "       tensorfs validate SOURCE [--cache-dir DIR]\n"
     "       tensorfs stats MOUNTPOINT [--json | --prometheus]\n"
+    "       tensorfs diff A B [--tensors GLOB] [--names same|gguf|auto] [--json | --csv] [--quiet]\n"
     "       tensorfs --help | --version\n"
     "\n"
     "SOURCE is a .safetensors file, a .safetensors.index.json, a .gguf file (or any part of a split set), a PyTorch\n"
@@ -54,6 +55,9 @@ constexpr const char* kUsage =
     "  validate  check every header rule; one line per problem\n"
     "  stats     the live counters of a mount (--json: .tensorfs/stats.json as it is; --prometheus:\n"
     "            .tensorfs/metrics, Prometheus' text format, for node_exporter's textfile collector)\n"
+    "  diff      error metrics of B against A, tensor by tensor: differing values, max |a-b|, RMSE, relative\n"
+    "            RMSE, cosine, SNR; --names gguf pairs Hugging Face names with a GGUF's (auto: when one side\n"
+    "            is GGUF); --json: JSON Lines, --csv: CSV; exit 0 equal, 1 different, 2 trouble\n"
     "\n"
     "mount options:\n"
     "  -f                 stay in the foreground\n"
@@ -129,6 +133,7 @@ int run(const Arguments& all) {
     if (first == "cat") return cat_command(rest);
     if (first == "convert") return convert_command(rest);
     if (first == "stats") return stats_command(rest);
+    if (first == "diff") return diff_command(rest);
     // `tensorfs SOURCE MOUNTPOINT [-o ...]`, the form mount(8) and fstab use.
     if (!first.starts_with("-") && !path_exists(first) && !is_remote_source(first)) {
         return usage_error("'" + first + "' is neither a command nor an existing SOURCE");

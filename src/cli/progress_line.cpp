@@ -27,8 +27,8 @@ std::string duration_text(double seconds) {
 
 }  // namespace
 
-ProgressLine::ProgressLine(std::string what, std::uint64_t total)
-    : shown_(::isatty(STDERR_FILENO) == 1), what_(std::move(what)), total_(total), started_(Clock::now()) {}
+ProgressLine::ProgressLine(std::string what, std::uint64_t total, bool wanted)
+    : shown_(wanted && ::isatty(STDERR_FILENO) == 1), what_(std::move(what)), total_(total), started_(Clock::now()) {}
 
 void ProgressLine::update(std::uint64_t done) {
     if (!shown_) return;

@@ -10,8 +10,12 @@ namespace tensorfs::cli {
 
 class ProgressLine {
 public:
-    // `what`: the first words of the line, such as "writing out.safetensors".
-    ProgressLine(std::string what, std::uint64_t total);
+    // `what`: the first words of the line, such as "writing out.safetensors". `wanted`: false for a command's
+    // --quiet.
+    ProgressLine(std::string what, std::uint64_t total, bool wanted = true);
+
+    // New first words, from the next redraw on (such as "comparing 12/291 tensors").
+    void rename(std::string what) { what_ = std::move(what); }
 
     // Redraws the line (at most a few times a second) for `done` bytes of the total.
     void update(std::uint64_t done);
@@ -25,7 +29,7 @@ private:
 
     using Clock = std::chrono::steady_clock;
     const bool shown_;
-    const std::string what_;
+    std::string what_;
     const std::uint64_t total_;
     const Clock::time_point started_;
     Clock::time_point last_drawn_;

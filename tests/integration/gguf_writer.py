@@ -1,5 +1,6 @@
 """A GGUF (version 3) writer written from the format's specification (ggml's docs/gguf.md), sharing no code with
-tensorfs or ggml, and a tiny llama-architecture model with random weights that llama.cpp loads and runs.
+tensorfs or ggml, a tiny llama-architecture model with random weights that llama.cpp loads and runs, and ggml's Q8_0
+quantization (quantize_row_q8_0_ref) with its dequantization, in numpy.
 
     /usr/bin/python3 tests/integration/gguf_writer.py OUT.gguf [SEED]    writes tiny_llama(SEED) to OUT.gguf
 
@@ -17,8 +18,10 @@ ALIGNMENT = 32
 UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY, UINT64, INT64, FLOAT64 = range(13)
 SCALAR_FORMATS = {UINT8: "<B", INT8: "<b", UINT16: "<H", INT16: "<h", UINT32: "<I", INT32: "<i", FLOAT32: "<f",
                   BOOL: "<?", UINT64: "<Q", INT64: "<q", FLOAT64: "<d"}
-# ggml tensor types this writer stores (the numpy dtype of their elements).
-GGML_TYPES = {"float32": 0, "float16": 1}
+GGML_F32, GGML_F16, GGML_Q8_0 = 0, 1, 8
+# ggml tensor types that numpy arrays are stored as (by the numpy dtype of their elements).
+GGML_TYPES = {"float32": GGML_F32, "float16": GGML_F16}
+Q8_0_BLOCK = 32
 
 
 def string(text):
@@ -41,7 +44,8 @@ class Array:
 
 def write(path, metadata, tensors):
     """metadata: [(key, type, value)] with value an Array for type ARRAY; tensors: [(name, numpy array)] in
-    numpy (row-major) shape, stored in ggml order (the shape reversed)."""
+    numpy (row-major) shape, stored in ggml order (the shape reversed), or [(name, numpy shape, ggml type, stored
+    bytes)] for tensors already encoded (Q8_0)."""
     out = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(metadata)))
     for key, kind, item in metadata:
         out += string(key) + struct.pack("<I", kind)
@@ -52,11 +56,16 @@ def write(path, metadata, tensors):
             out += value(kind, item)
     offset = 0
     blobs = []
-    for name, array in tensors:
-        data = np.ascontiguousarray(array).tobytes()
-        out += string(name) + struct.pack("<I", array.ndim)
-        out += b"".join(struct.pack("<Q", d) for d in reversed(array.shape))
-        out += struct.pack("<IQ", GGML_TYPES[str(array.dtype)], offset)
+    for tensor in tensors:
+        if len(tensor) == 2:
+            name, array = tensor
+            shape, ggml_type = array.shape, GGML_TYPES[str(array.dtype)]
+            data = np.ascontiguousarray(array).tobytes()
+        else:
+            name, shape, ggml_type, data = tensor
+        out += string(name) + struct.pack("<I", len(shape))
+        out += b"".join(struct.pack("<Q", d) for d in reversed(shape))
+        out += struct.pack("<IQ", ggml_type, offset)
         blobs.append(data + bytes(-len(data) % ALIGNMENT))
         offset += len(blobs[-1])
     out += bytes(-len(out) % ALIGNMENT)
@@ -64,6 +73,12 @@ def write(path, metadata, tensors):
         f.write(out)
         for blob in blobs:
             f.write(blob)
+
+
+def write_gguf(path, metadata, tensors):
+    """write() with metadata as {key: str | int (UINT32) | float (FLOAT32)}."""
+    kinds = {str: STRING, int: UINT32, float: FLOAT32}
+    write(path, [(key, kinds[type(item)], item) for key, item in metadata.items()], tensors)
 
 
 # The tiny model: 4 layers, 256 wide: about 17 MiB of float32, several of the remote layer's 8 MiB blocks.
@@ -130,6 +145,40 @@ def tiny_llama(path, seed=0):
                     (block + "ffn_down.weight", weight(EMBED, FEED_FORWARD))]
     tensors += [("output_norm.weight", norm()), ("output.weight", weight(vocabulary, EMBED, np.float16))]
     write(path, metadata, tensors)
+
+
+def quantize_q8_0(values):
+    """float32 values (a multiple of 32 of them) -> Q8_0 blocks: an f16 scale, then 32 int8 quants."""
+    blocks = np.asarray(values, dtype=np.float32).reshape(-1, Q8_0_BLOCK)
+    amax = np.abs(blocks).max(axis=1)
+    d = amax / 127
+    inverse = np.divide(1.0, d, out=np.zeros_like(d), where=d != 0)
+    scaled = (blocks * inverse[:, None].astype(np.float32)).astype(np.float64)
+    quants = np.trunc(scaled + np.copysign(0.5, scaled)).astype(np.int8)   # roundf: halves away from zero
+    out = bytearray()
+    for scale, row in zip(d.astype(np.float16), quants):
+        out += scale.tobytes() + row.tobytes()
+    return bytes(out)
+
+
+def dequantize_q8_0(data):
+    """Q8_0 blocks -> float32 values, as ggml decodes them."""
+    raw = np.frombuffer(data, dtype=np.uint8).reshape(-1, 2 + Q8_0_BLOCK)
+    scales = raw[:, :2].copy().view(np.float16).astype(np.float32)
+    quants = raw[:, 2:].copy().view(np.int8).astype(np.float32)
+    return (quants * scales).astype(np.float32).ravel()
+
+
+def encode(values, ggml_type):
+    """(stored bytes, float32 values ggml decodes from them)."""
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    if ggml_type == GGML_F32:
+        return values.tobytes(), values.ravel()
+    if ggml_type == GGML_F16:
+        half = values.astype(np.float16)
+        return half.tobytes(), half.astype(np.float32).ravel()
+    data = quantize_q8_0(values.ravel())
+    return data, dequantize_q8_0(data)
 
 
 if __name__ == "__main__":
