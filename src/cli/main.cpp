@@ -6,8 +6,11 @@
 #include <exception>
 #include <string>
 
+#include "command_help.hpp"
 #include "commands.hpp"
+#include "hidden_secrets.hpp"
 #include "libfuse.hpp"
+#include "suggestions.hpp"
 #include "remote/http_client.hpp"
 #include "tensorfs/dtype.hpp"
 #include "tensorfs/errors.hpp"
@@ -81,6 +84,23 @@ void print_help() {
     print_libfuse_help();
 }
 
+// `tensorfs help [CMD]`, `tensorfs CMD --help`: that command's own usage where it has one, else the whole help.
+int help_command(const std::string& command) {
+    if (command.empty() || !is_command(command)) {
+        if (!command.empty()) {
+            return usage_error("no command '" + command + "'" + did_you_mean(command, command_names()));
+        }
+        print_help();
+        return 0;
+    }
+    if (const auto usage = command_usage(command)) {
+        std::fputs(usage->c_str(), stdout);
+    } else {
+        print_help();
+    }
+    return 0;
+}
+
 bool asks_for_help(const Arguments& args) {
     return std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
 }
@@ -111,10 +131,11 @@ int run(const Arguments& all) {
         print_kernel_path();
         return 0;
     }
-    if (asks_for_help(all)) {
-        print_help();
-        return 0;
+    if (first == "help") {
+        if (rest.size() > 1) return usage_error("help: unexpected argument '" + rest[1] + "'");
+        return help_command(rest.empty() ? std::string() : rest.front());
     }
+    if (asks_for_help(all)) return help_command(is_command(first) ? first : std::string());
     if (first == "mount") return mount_command(rest);
     if (first == "umount" || first == "unmount") return umount_command(rest);
     if (first == "validate") return validate_command(rest);
@@ -123,9 +144,11 @@ int run(const Arguments& all) {
     if (first == "cat") return cat_command(rest);
     if (first == "convert") return convert_command(rest);
     if (first == "stats") return stats_command(rest);
+    if (first == "status") return status_command(rest);
     // `tensorfs SOURCE MOUNTPOINT [-o ...]`, the form mount(8) and fstab use.
     if (!first.starts_with("-") && !path_exists(first) && !is_remote_source(first)) {
-        return usage_error("'" + first + "' is neither a command nor an existing SOURCE");
+        return usage_error("'" + first + "' is neither a command nor an existing SOURCE" +
+                           did_you_mean(first, command_names()));
     }
     return mount_command(all);
 }
@@ -139,7 +162,10 @@ int main(int argc, char** argv) {
     // Before any thread starts (libcurl's global setup is not safe to race with one).
     tensorfs::remote::init_http();
     try {
-        return run(Arguments(argv + 1, argv + argc));
+        const Arguments arguments(argv + 1, argv + argc);
+        // Before the daemon forks (it is this process): the copies above are what the commands read.
+        hide_secrets_from_ps(argc, argv);
+        return run(arguments);
     } catch (const tensorfs::InvalidSource& invalid) {
         // Each problem is already a full `tensorfs: FILE: WHAT` line.
         for (const auto& problem : invalid.problems()) std::fprintf(stderr, "%s\n", problem.line().c_str());
