@@ -18,6 +18,7 @@ int cat_command(const Arguments& args);
 int convert_command(const Arguments& args);
 int stats_command(const Arguments& args);
 int status_command(const Arguments& args);
+int cache_command(const Arguments& args);
 
 // Prints the one line `tensorfs: MESSAGE; try 'tensorfs --help'`; returns 1.
 int usage_error(const std::string& message);

@@ -145,6 +145,7 @@ int run(const Arguments& all) {
     if (first == "convert") return convert_command(rest);
     if (first == "stats") return stats_command(rest);
     if (first == "status") return status_command(rest);
+    if (first == "cache") return cache_command(rest);
     // `tensorfs SOURCE MOUNTPOINT [-o ...]`, the form mount(8) and fstab use.
     if (!first.starts_with("-") && !path_exists(first) && !is_remote_source(first)) {
         return usage_error("'" + first + "' is neither a command nor an existing SOURCE" +
