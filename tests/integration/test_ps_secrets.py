@@ -6,7 +6,7 @@ import unittest
 
 import remote_servers
 from remote_servers import BASIC_PASSWORD, BASIC_USER
-from tensorfs_mount import VECTORS, Mount, daemon_pids, manifest, read_file, run
+from tensorfs_mount import VECTORS, Mount, daemon_pids, manifest, read_file, run, wait_until
 
 FILE = "safetensors/all_dtypes.safetensors"
 HF_SECRET = "hf_token_never_in_proc_41"
@@ -56,6 +56,12 @@ class NoSecretInPs(unittest.TestCase):
                                  stored[start:start + tensor["raw_nbytes"]])
             with open("/proc/self/mountinfo") as f:
                 self.assertNotIn(BASIC_PASSWORD, f.read())
+            # Nor does the disk cache keep it (its keys name the URL). Blocks are written by a thread of the daemon.
+            cache = os.path.join(env["XDG_CACHE_HOME"], "tensorfs")
+            kept = lambda: [os.path.join(folder, name) for folder, _, names in os.walk(cache) for name in names]
+            self.assertTrue(wait_until(lambda: any(path.endswith(".block") for path in kept())), kept())
+            for path in kept():
+                self.assertNotIn(BASIC_PASSWORD.encode(), read_file(path), path)
 
 
 if __name__ == "__main__":
