@@ -16,8 +16,8 @@ from remote_servers import Nginx, requests_in
 from tensorfs_mount import VECTORS, Mount, run, wait_until
 
 BLOCK = 8 << 20
-# More blocks than a mount keeps in memory (128 MiB of recent blocks), so that a pass over the file reads its first
-# blocks from the disk cache or the network again.
+# More blocks than a mount keeps in memory (at most 128 MiB of recent blocks, and the mounts below get a small
+# --cache-size too), so that a pass over the file reads its first blocks from the disk cache or the network again.
 BIG_BLOCKS = 17
 
 
@@ -135,7 +135,8 @@ class CacheCommand(unittest.TestCase):
                    if r[1] == "/big.safetensors" and r[4] == f"bytes=0-{BLOCK - 1}")
 
     def test_prune_and_clear_under_a_reading_mount(self):
-        with Mount(self.url("big.safetensors"), "--cache-dir", self.cache, env=self.env) as mount:
+        options = ("--cache-dir", self.cache, "--cache-size", "64M")
+        with Mount(self.url("big.safetensors"), *options, env=self.env) as mount:
             self.assertIsNone(self.read_big(mount))
             file_blocks = -(-os.path.getsize(os.path.join(self.data, "big.safetensors")) // BLOCK)
             self.assertTrue(wait_until(lambda: len(self.blocks()) == file_blocks))   # written by the daemon's thread
