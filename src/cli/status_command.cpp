@@ -29,8 +29,9 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// How long a mount may take to answer a read of its stats.json (a live daemon answers in microseconds).
-constexpr auto kAnswerTimeout = std::chrono::seconds(5);
+// How long a mount may take to answer a read of its stats.json: a live daemon answers in microseconds, but a
+// machine busy enough can delay it for seconds. A dead daemon's mount answers at once (ENOTCONN).
+constexpr auto kAnswerTimeout = std::chrono::seconds(10);
 // stats.json is 4096 bytes; more is not what a tensorfs mount gives.
 constexpr std::size_t kMostStatsBytes = 1 << 16;
 

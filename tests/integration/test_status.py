@@ -58,6 +58,19 @@ class Status(unittest.TestCase):
         with Mount(os.path.relpath(SAFETENSORS)) as mount:
             self.assertEqual(status_of(mount.path)["source"], SAFETENSORS)
 
+    def test_a_mount_whose_daemon_does_not_answer(self):
+        with Mount(GGUF) as mount:
+            pids = daemon_pids(mount.path)
+            self.assertEqual(len(pids), 1)
+            os.kill(pids[0], signal.SIGSTOP)
+            try:
+                entry = status_of(mount.path)   # given up on after its bounded wait, not held up
+            finally:
+                os.kill(pids[0], signal.SIGCONT)
+            self.assertEqual(entry["state"], "not answering")
+            self.assertEqual(entry["clear_with"], f"fusermount3 -uz {mount.path}")
+            self.assertEqual(status_of(mount.path)["state"], "serving")
+
     def test_a_mount_whose_daemon_was_killed(self):
         mount = Mount(GGUF)
         with mount:
