@@ -7,6 +7,9 @@ set -euo pipefail
 # libsimdjson-dev reads safetensors headers and indexes.
 packages=(g++ cmake make pkg-config libfuse3-dev fuse3 nlohmann-json3-dev libsimdjson-dev libboost-test-dev
           python3-numpy python3-torch clang libclang-rt-14-dev libcurl4-openssl-dev nginx-light openssl curl)
+# libexpat1-dev reads S3's XML answers (src/remote/xml.cpp), zlib1g-dev checks zip entries' CRC-32
+# (src/format/crc32.cpp).
+packages+=(libexpat1-dev zlib1g-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

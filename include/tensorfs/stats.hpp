@@ -130,6 +130,10 @@ struct Stats {
     // Where the mount is, as every metric's `mountpoint` label says (none when empty): node_exporter merges the
     // files of several mounts into one set of series.
     std::string mountpoint;
+    // Which daemon serves what, for `tensorfs status`: the SOURCE as /proc/mounts shows it (no password), and
+    // when the mount was made (seconds since the epoch). stats.json adds the pid of the process rendering it.
+    std::string source;
+    std::int64_t started_unix_seconds = 0;
 
     // The counters as JSON, padded with spaces to kStatsJsonSize so that stat() of stats.json is exact.
     std::string render_json() const;

@@ -1,11 +1,16 @@
 #include "tensorfs/stats.hpp"
 
+#include <unistd.h>
+
 #include <tuple>
 
 #include <nlohmann/json.hpp>
 
 namespace tensorfs {
 namespace {
+
+// stats.json has a fixed size: a longer SOURCE is cut there.
+constexpr std::size_t kLongestSourceShown = 512;
 
 nlohmann::ordered_json kind_json(const FileKindCounters& kind) {
     return {{"reads", kind.reads.get()}, {"bytes", kind.bytes.get()}};
@@ -84,6 +89,10 @@ std::string Stats::render_json() const {
           {"bytes_by_dtype", by_dtype_json(bytes_decoded_by_dtype)}}},
         {"remote", remote->to_json()},
         {"fuse_requests", requests_json(requests)},
+        {"daemon",
+         {{"pid", ::getpid()},
+          {"started_unix_seconds", started_unix_seconds},
+          {"source", source.substr(0, kLongestSourceShown)}}},
     };
     std::string text = stats.dump(2);
     // A model of many dtypes could outgrow the fixed size indented: the same document without indentation then.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "size_option.hpp"
+#include "suggestions.hpp"
 
 namespace tensorfs::cli {
 
@@ -29,10 +30,23 @@ SplitArguments split_arguments(const Arguments& args, std::initializer_list<std:
                 split.values[arg] = args[++i];
             }
         } else if (split.error.empty()) {
-            split.error = "unknown option '" + arg + "'";
+            std::vector<std::string_view> known(known_flags);
+            known.insert(known.end(), flags_with_values.begin(), flags_with_values.end());
+            split.error = "unknown option '" + arg + "'" + did_you_mean(arg, known);
         }
     }
     return split;
+}
+
+std::string positional_problem(std::string_view command, const std::vector<std::string>& positional,
+                               std::initializer_list<std::string_view> names) {
+    if (positional.size() > names.size()) {
+        return std::string(command) + ": unexpected argument '" + positional[names.size()] + "'";
+    }
+    if (positional.size() == names.size()) return {};
+    std::string needed;
+    for (const std::string_view name : names) needed += (needed.empty() ? "" : " and ") + std::string(name);
+    return std::string(command) + " needs " + needed;
 }
 
 std::string take_source_flags(const SplitArguments& split, SourceOptions& options) {

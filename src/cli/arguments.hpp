@@ -26,6 +26,11 @@ struct SplitArguments {
 SplitArguments split_arguments(const Arguments& args, std::initializer_list<std::string_view> known_flags,
                                const std::vector<std::string_view>& flags_with_values = {});
 
+// "" when `positional` holds one word for each of `names` ({"SOURCE", "TENSOR"}); else the usage problem:
+// "cat needs SOURCE and TENSOR", or "cat: unexpected argument 'X'" naming the first word too many.
+std::string positional_problem(std::string_view command, const std::vector<std::string>& positional,
+                               std::initializer_list<std::string_view> names);
+
 // The flags every command that reads a SOURCE takes for remote sources: --cache-dir DIR, --disk-cache-size SIZE.
 inline const std::vector<std::string_view> kSourceFlags = {"--cache-dir", "--disk-cache-size"};
 

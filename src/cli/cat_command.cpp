@@ -1,4 +1,4 @@
-// `tensorfs cat SOURCE TENSOR [--raw|--f32|--npy]`: one tensor's file to stdout, as a mount would show it.
+// `tensorfs cat SOURCE TENSOR [--raw|--f32|--npy|--bf16|--f16]`: one tensor's file to stdout, as a mount would show it.
 // The bytes go through Content in bounded chunks, so a tensor of any size streams in constant memory.
 #include <unistd.h>
 
@@ -46,12 +46,15 @@ void write_all(const char* data, std::size_t length) {
 }  // namespace
 
 int cat_command(const Arguments& args) {
-    const SplitArguments split = split_arguments(args, {"--raw", "--f32", "--npy"}, kSourceFlags);
+    const SplitArguments split = split_arguments(args, {"--raw", "--f32", "--npy", "--bf16", "--f16"}, kSourceFlags);
     if (!split.error.empty()) return usage_error(split.error);
     SourceOptions options;
     if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
-    if (split.positional.size() != 2) return usage_error("cat needs SOURCE and TENSOR");
-    if (split.flags.size() > 1) return usage_error("cat takes one of --raw, --f32, --npy");
+    if (const std::string problem = positional_problem("cat", split.positional, {"SOURCE", "TENSOR"});
+        !problem.empty()) {
+        return usage_error(problem);
+    }
+    if (split.flags.size() > 1) return usage_error("cat takes one of --f32, --npy, --bf16, --f16, --raw");
     const std::string view = split.flags.empty() ? "--f32" : split.flags.front();
     if (::isatty(STDOUT_FILENO)) {
         return failure("cat writes binary data, not to a terminal; redirect it to a file or a pipe (> tensor.f32)");
@@ -67,9 +70,11 @@ int cat_command(const Arguments& args) {
         return failure(visible(chosen.name) + ": dtype " + std::string(chosen.type->name) +
                        " has no float32 conversion; use --raw");
     }
-    const NodeKind kind = view == "--raw"   ? NodeKind::Raw
-                          : view == "--npy" ? NodeKind::DequantNpy
-                                            : NodeKind::DequantF32;
+    const NodeKind kind = view == "--raw"    ? NodeKind::Raw
+                          : view == "--npy"  ? NodeKind::DequantNpy
+                          : view == "--bf16" ? NodeKind::DequantBf16
+                          : view == "--f16"  ? NodeKind::DequantF16
+                                             : NodeKind::DequantF32;
     const Node node{kind, *tensor};
 
     const SourceFiles files(source.catalog);

@@ -1,10 +1,13 @@
-// `tensorfs convert SOURCE OUT.safetensors [--dtype keep|bf16|f16|f32] [--cache-dir DIR] [--disk-cache-size SIZE]`:
+// `tensorfs convert SOURCE OUT.safetensors [--dtype keep|bf16|f16|f32] [--force] [--cache-dir DIR]
+//                  [--disk-cache-size SIZE]`:
 // writes the bytes a mount shows as
 // model.safetensors (with -o export_dtype=...), read through the same Content, without FUSE. The file appears under
 // its name only once complete; an error or a signal (SIGINT, SIGTERM, SIGHUP) leaves no partial file behind.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <csignal>
+#include <filesystem>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -63,7 +66,7 @@ struct ConvertArguments {
 std::string parse(const Arguments& args, ConvertArguments& parsed) {
     std::vector<std::string_view> flags_with_values = kSourceFlags;
     flags_with_values.push_back("--dtype");
-    const SplitArguments split = split_arguments(args, {}, flags_with_values);
+    const SplitArguments split = split_arguments(args, {"--force"}, flags_with_values);
     if (!split.error.empty()) return split.error;
     if (std::string error = take_source_flags(split, parsed.source_options); !error.empty()) return error;
     if (const auto dtype = split.values.find("--dtype"); dtype != split.values.end()) {
@@ -71,10 +74,33 @@ std::string parse(const Arguments& args, ConvertArguments& parsed) {
         if (!named) return "bad --dtype '" + dtype->second + "' (keep, bf16, f16 or f32)";
         parsed.dtype = *named;
     }
-    if (split.positional.size() != 2) return "convert needs SOURCE and OUT.safetensors";
+    if (std::string problem = positional_problem("convert", split.positional, {"SOURCE", "OUT.safetensors"});
+        !problem.empty()) {
+        return problem;
+    }
     parsed.source = split.positional[0];
     parsed.target = split.positional[1];
+    // (A folder given as OUT is refused as such when it is opened.)
+    if (!parsed.target.ends_with(".safetensors") && !split.has("--force") &&
+        !std::filesystem::is_directory(parsed.target)) {
+        return "convert writes safetensors, and '" + parsed.target +
+               "' does not end in .safetensors (--force writes it anyway)";
+    }
     return {};
+}
+
+// The source's file that `target` is (the same inode), or nullptr: writing there would destroy the source.
+const SourceFile* source_file_at(const Catalog& catalog, const std::string& target) {
+    struct stat target_status {};
+    if (::stat(target.c_str(), &target_status) != 0) return nullptr;  // not there yet
+    for (const SourceFile& file : catalog.files) {
+        struct stat status {};
+        if (::stat(file.path.c_str(), &status) == 0 && status.st_dev == target_status.st_dev &&
+            status.st_ino == target_status.st_ino) {
+            return &file;
+        }
+    }
+    return nullptr;
 }
 
 std::string tensor_names(const Catalog& catalog, const std::vector<std::uint32_t>& indices) {
@@ -92,6 +118,10 @@ int convert_command(const Arguments& args) {
     if (const std::string problem = parse(args, parsed); !problem.empty()) return usage_error(problem);
 
     const LoadedSource source(parsed.source, parsed.source_options);
+    if (const SourceFile* same = source_file_at(source.catalog, parsed.target)) {
+        const std::string what = same->path == parsed.source ? "SOURCE" : "SOURCE's file " + same->path;
+        return failure(parsed.target + ": is " + what + "; convert never writes over its own source");
+    }
     const ModelExport exported(source.catalog, parsed.dtype);
     if (!exported.available()) return failure(parsed.source + ": no safetensors file can hold it: " + exported.error());
     if (!exported.skipped().empty()) {

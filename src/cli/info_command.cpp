@@ -4,6 +4,7 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "loaded_source.hpp"
+#include "source_hints.hpp"
 #include "metadata_text.hpp"
 #include "model_figures.hpp"
 #include "tensorfs/json_files.hpp"
@@ -72,8 +73,10 @@ int info_command(const Arguments& args) {
     if (!split.error.empty()) return usage_error(split.error);
     SourceOptions options;
     if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
-    if (split.positional.size() != 1) return usage_error("info needs SOURCE");
-    const LoadedSource source(split.positional[0], options);
+    if (const std::string problem = positional_problem("info", split.positional, {"SOURCE"}); !problem.empty()) {
+        return usage_error(problem);
+    }
+    const LoadedSource source(source_to_describe(split.positional[0]), options);
     const ModelFigures figures = model_figures(source.catalog);
 
     if (split.has("--json")) {

@@ -5,6 +5,7 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "loaded_source.hpp"
+#include "source_hints.hpp"
 #include "tensorfs/json_files.hpp"
 #include "text_output.hpp"
 
@@ -15,9 +16,11 @@ int ls_command(const Arguments& args) {
     if (!split.error.empty()) return usage_error(split.error);
     SourceOptions options;
     if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
-    if (split.positional.size() != 1) return usage_error("ls needs SOURCE");
+    if (const std::string problem = positional_problem("ls", split.positional, {"SOURCE"}); !problem.empty()) {
+        return usage_error(problem);
+    }
     if (split.has("--files")) return ls_files(split.positional[0], options, split.has("--json"));
-    const LoadedSource source(split.positional[0], options);
+    const LoadedSource source(source_to_describe(split.positional[0]), options);
     const Catalog& catalog = source.catalog;
 
     if (split.has("--json")) {

@@ -6,8 +6,11 @@
 #include <exception>
 #include <string>
 
+#include "command_help.hpp"
 #include "commands.hpp"
+#include "hidden_secrets.hpp"
 #include "libfuse.hpp"
+#include "suggestions.hpp"
 #include "remote/http_client.hpp"
 #include "tensorfs/dtype.hpp"
 #include "tensorfs/errors.hpp"
@@ -24,11 +27,14 @@ constexpr const char* kUsage =
     "       tensorfs ls SOURCE [--json] [--cache-dir DIR]\n"
     "       tensorfs ls --files SOURCE [--json] [--cache-dir DIR]\n"
     "       tensorfs info SOURCE [--json] [--cache-dir DIR]\n"
-    "       tensorfs cat SOURCE TENSOR [--raw | --f32 | --npy] [--cache-dir DIR]\n"
-    "       tensorfs convert SOURCE OUT.safetensors [--dtype keep|bf16|f16|f32] [--cache-dir DIR]\n"
-    "       tensorfs validate SOURCE [--cache-dir DIR]\n"
+    "       tensorfs cat SOURCE TENSOR [--raw | --f32 | --npy | --bf16 | --f16] [--cache-dir DIR]\n"
+    "       tensorfs convert SOURCE OUT.safetensors [--dtype keep|bf16|f16|f32] [--force] [--cache-dir DIR]\n"
+    "       tensorfs validate SOURCE [--json] [--cache-dir DIR]\n"
     "       tensorfs stats MOUNTPOINT [--json | --prometheus]\n"
     "       tensorfs diff A B [--tensors GLOB] [--names same|gguf|auto] [--json | --csv] [--quiet]\n"
+    "       tensorfs status [--json]\n"
+    "       tensorfs cache [--cache-dir DIR] ls | du | prune [--older-than DURATION] [--max-size SIZE] | clear\n"
+    "       tensorfs help [COMMAND]\n"
     "       tensorfs --help | --version\n"
     "\n"
     "SOURCE is a .safetensors file, a .safetensors.index.json, a .gguf file (or any part of a split set), a PyTorch\n"
@@ -49,7 +55,8 @@ constexpr const char* kUsage =
     "  info      format, files, tensor and parameter counts, size, bits per weight, dtypes, metadata\n"
     "            (--json: model.json plus parameter_count, bits_per_weight, dtypes)\n"
     "  cat       one tensor to stdout (not to a terminal): --f32 its dequant.f32 (the default), --npy its\n"
-    "            dequant.npy, --raw its stored bytes; TENSOR is the tensor's name or its folder's name\n"
+    "            dequant.npy, --bf16/--f16 its dequant.bf16/.f16, --raw its stored bytes; TENSOR is the tensor's\n"
+    "            name or its folder's name\n"
     "  convert   write the bytes a mount shows as model.safetensors to OUT.safetensors (--dtype: as\n"
     "            -o export_dtype=); a progress line on a terminal; OUT appears only when complete\n"
     "  validate  check every header rule; one line per problem\n"
@@ -58,6 +65,10 @@ constexpr const char* kUsage =
     "  diff      error metrics of B against A, tensor by tensor: differing values, max |a-b|, RMSE, relative\n"
     "            RMSE, cosine, SNR; --names gguf pairs Hugging Face names with a GGUF's (auto: when one side\n"
     "            is GGUF); --json: JSON Lines, --csv: CSV; exit 0 equal, 1 different, 2 trouble\n"
+    "  status    every tensorfs mount of the machine: source, daemon pid and uptime, bytes served and fetched,\n"
+    "            disk-cache hits, read errors; a mount whose daemon died, with the command that clears it\n"
+    "  cache     the disk cache of remote sources: ls, du, prune (least recently read first), clear\n"
+    "  help      one command's own usage (also: tensorfs COMMAND --help)\n"
     "\n"
     "mount options:\n"
     "  -f                 stay in the foreground\n"
@@ -91,6 +102,23 @@ void print_help() {
     print_libfuse_help();
 }
 
+// `tensorfs help [CMD]`, `tensorfs CMD --help`: that command's own usage where it has one, else the whole help.
+int help_command(const std::string& command) {
+    if (command.empty() || !is_command(command)) {
+        if (!command.empty()) {
+            return usage_error("no command '" + command + "'" + did_you_mean(command, command_names()));
+        }
+        print_help();
+        return 0;
+    }
+    if (const auto usage = command_usage(command)) {
+        std::fputs(usage->c_str(), stdout);
+    } else {
+        print_help();
+    }
+    return 0;
+}
+
 bool asks_for_help(const Arguments& args) {
     return std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
 }
@@ -121,10 +149,11 @@ int run(const Arguments& all) {
         print_kernel_path();
         return 0;
     }
-    if (asks_for_help(all)) {
-        print_help();
-        return 0;
+    if (first == "help") {
+        if (rest.size() > 1) return usage_error("help: unexpected argument '" + rest[1] + "'");
+        return help_command(rest.empty() ? std::string() : rest.front());
     }
+    if (asks_for_help(all)) return help_command(is_command(first) ? first : std::string());
     if (first == "mount") return mount_command(rest);
     if (first == "umount" || first == "unmount") return umount_command(rest);
     if (first == "validate") return validate_command(rest);
@@ -134,9 +163,12 @@ int run(const Arguments& all) {
     if (first == "convert") return convert_command(rest);
     if (first == "stats") return stats_command(rest);
     if (first == "diff") return diff_command(rest);
+    if (first == "status") return status_command(rest);
+    if (first == "cache") return cache_command(rest);
     // `tensorfs SOURCE MOUNTPOINT [-o ...]`, the form mount(8) and fstab use.
     if (!first.starts_with("-") && !path_exists(first) && !is_remote_source(first)) {
-        return usage_error("'" + first + "' is neither a command nor an existing SOURCE");
+        return usage_error("'" + first + "' is neither a command nor an existing SOURCE" +
+                           did_you_mean(first, command_names()));
     }
     return mount_command(all);
 }
@@ -150,7 +182,10 @@ int main(int argc, char** argv) {
     // Before any thread starts (libcurl's global setup is not safe to race with one).
     tensorfs::remote::init_http();
     try {
-        return run(Arguments(argv + 1, argv + argc));
+        const Arguments arguments(argv + 1, argv + argc);
+        // Before the daemon forks (it is this process): the copies above are what the commands read.
+        hide_secrets_from_ps(argc, argv);
+        return run(arguments);
     } catch (const tensorfs::InvalidSource& invalid) {
         // Each problem is already a full `tensorfs: FILE: WHAT` line.
         for (const auto& problem : invalid.problems()) std::fprintf(stderr, "%s\n", problem.line().c_str());

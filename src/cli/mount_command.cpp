@@ -1,8 +1,11 @@
 // `tensorfs mount SOURCE MOUNTPOINT [-f] [-d] [-s] [-o OPT[,OPT…]] [--cache-size SIZE] [--threads N]
 //                 [--cache-dir DIR] [--disk-cache-size SIZE]`
+#include "arguments.hpp"
 #include "commands.hpp"
 #include "mount_options.hpp"
+#include "mountpoint_checks.hpp"
 #include "size_option.hpp"
+#include "suggestions.hpp"
 #include "tensorfs/mount.hpp"
 
 namespace tensorfs::cli {
@@ -45,20 +48,32 @@ int mount_command(const Arguments& args) {
                                                        options);
             if (!error.empty()) return usage_error(error);
         } else if (arg.starts_with("-") && arg.size() > 1) {
-            return usage_error("unknown option '" + arg + "'");
+            return usage_error("unknown option '" + arg + "'" +
+                               did_you_mean(arg, {"-f", "-d", "-s", "-o", "--cache-size", "--threads", "--cache-dir",
+                                                  "--disk-cache-size"}));
         } else {
             positional.push_back(arg);
         }
     }
-    if (positional.size() != 2) return usage_error("mount needs SOURCE and MOUNTPOINT");
+    if (const std::string problem = positional_problem("mount", positional, {"SOURCE", "MOUNTPOINT"});
+        !problem.empty()) {
+        return usage_error(problem);
+    }
     options.source = positional[0];
     options.mountpoint = positional[1];
+    if (const int refused = check_mountpoint(options.mountpoint); refused != 0) return refused;
     return run_mount(options);
 }
 
 int umount_command(const Arguments& args) {
-    if (args.size() != 1) return usage_error("umount needs MOUNTPOINT");
-    return run_umount(args[0]);
+    const SplitArguments split = split_arguments(args, {});
+    if (!split.error.empty()) return usage_error(split.error);
+    if (const std::string problem = positional_problem("umount", split.positional, {"MOUNTPOINT"});
+        !problem.empty()) {
+        return usage_error(problem);
+    }
+    if (const int refused = check_unmountable(split.positional[0]); refused != 0) return refused;
+    return run_umount(split.positional[0]);
 }
 
 }  // namespace tensorfs::cli

@@ -11,6 +11,7 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
+#include "mount_table.hpp"
 #include "text_output.hpp"
 
 namespace tensorfs::cli {
@@ -105,11 +106,17 @@ std::string without_padding(std::string text) {
 int stats_command(const Arguments& args) {
     const SplitArguments split = split_arguments(args, {"--json", "--prometheus"});
     if (!split.error.empty()) return usage_error(split.error);
-    if (split.positional.size() != 1) return usage_error("stats needs MOUNTPOINT");
+    if (const std::string problem = positional_problem("stats", split.positional, {"MOUNTPOINT"}); !problem.empty()) {
+        return usage_error(problem);
+    }
     if (split.has("--json") && split.has("--prometheus")) {
         return usage_error("stats takes --json or --prometheus, not both");
     }
     const std::string& mountpoint = split.positional[0];
+    // Found in the mount table, not by opening files under the path (a model file would show an internal path).
+    const auto mounted = mount_at(mountpoint);
+    if (!mounted) return failure(mountpoint + ": not a mount (tensorfs status lists the tensorfs mounts)");
+    if (mounted->type != "fuse.tensorfs") return failure(mountpoint + ": not a tensorfs mount (" + mounted->type + ")");
     if (split.has("--prometheus")) {
         auto metrics = read_counters(mountpoint, "metrics");
         if (const int* status = std::get_if<int>(&metrics)) return *status;

@@ -1,5 +1,6 @@
 #include "tensorfs/mount.hpp"
 
+#include <fcntl.h>
 #include <malloc.h>
 #include <spawn.h>
 #include <sys/statfs.h>
@@ -10,8 +11,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <limits>
 #include <memory>
+#include <string_view>
 #include <thread>
 
 #include "daemon.hpp"
@@ -32,8 +35,11 @@ constexpr unsigned kDefaultThreads = 16;
 
 // Options every tensorfs mount has: read-only, and named after its source in /proc/mounts.
 std::string fixed_fuse_options(const std::string& source) {
+    // A local SOURCE absolute, so that `tensorfs status`, `ls` and `info` find it from any folder.
+    const std::string named =
+        is_remote_source(source) ? source : std::filesystem::absolute(source).lexically_normal().string();
     std::string fsname;
-    for (const char c : source) {
+    for (const char c : named) {
         if (c == ',' || c == '\\') fsname += '\\';  // libfuse's option parser treats ',' as a separator
         fsname += c;
     }
@@ -156,6 +162,8 @@ int run_mount(const MountOptions& options) {
     }
     const std::string mountpoint = absolute_mountpoint(options.mountpoint);
     stats.mountpoint = mountpoint;
+    stats.source = shown_source(options.source);
+    stats.started_unix_seconds = static_cast<std::int64_t>(::time(nullptr));
     if (fuse_session_mount(session, mountpoint.c_str()) != 0) {
         fuse_remove_signal_handlers(session);
         fuse_session_destroy(session);
@@ -186,15 +194,46 @@ int run_umount(const std::string& mountpoint) {
     const bool daemon_died =
         ::statfs(mountpoint.c_str(), &filesystem) != 0 && (errno == ENOTCONN || errno == ECONNABORTED);
     const char* argv[] = {"fusermount3", daemon_died ? "-uz" : "-u", mountpoint.c_str(), nullptr};
+    // fusermount3's own words ("fusermount3: failed to unmount DIR: Device or resource busy") are read here and
+    // said as ours.
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+        std::perror("tensorfs: pipe");
+        return 2;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
     pid_t pid;
-    if (posix_spawnp(&pid, "fusermount3", nullptr, nullptr, const_cast<char**>(argv), environ) != 0) {
+    const int spawned = posix_spawnp(&pid, "fusermount3", &actions, nullptr, const_cast<char**>(argv), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(pipe_fds[1]);
+    if (spawned != 0) {
+        ::close(pipe_fds[0]);
         std::fprintf(stderr, "tensorfs: cannot run fusermount3\n");
         return 2;
     }
+    std::string said;
+    char buffer[512];
+    for (ssize_t got; (got = ::read(pipe_fds[0], buffer, sizeof buffer)) != 0;) {
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) break;
+        said.append(buffer, static_cast<std::size_t>(got));
+    }
+    ::close(pipe_fds[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 2;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    if (said.find("busy") != std::string::npos) {
+        std::fprintf(stderr, "tensorfs: %s: busy: files are still open under %s\n", mountpoint.c_str(),
+                     mountpoint.c_str());
+    } else {
+        while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
+        if (said.starts_with("fusermount3: ")) said.erase(0, std::string_view("fusermount3: ").size());
+        std::fprintf(stderr, "tensorfs: %s: %s\n", mountpoint.c_str(), said.empty() ? "cannot unmount" : said.c_str());
+    }
+    return 2;
 }
 
 }  // namespace tensorfs

@@ -94,12 +94,6 @@ std::optional<std::string> read_small_file(const fs::path& path) {
     return text;
 }
 
-struct BlockFile {
-    fs::path path;
-    std::uint64_t size;
-    struct timespec used;
-};
-
 }  // namespace
 
 DiskCache::DiskCache(fs::path folder, std::uint64_t budget)
@@ -203,43 +197,78 @@ void DiskCache::evict_if_over_budget() {
 // Scans the folder, removes stale temporary files and, when over budget, the least recently used blocks. Returns
 // the bytes of blocks left. Another process already evicting: this one only counts.
 std::uint64_t DiskCache::evict() {
-    const fs::path lock_path = folder_ / ".lock";
-    const int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    const bool evicting = lock_fd >= 0 && ::flock(lock_fd, LOCK_EX | LOCK_NB) == 0;
-    std::vector<BlockFile> blocks;
+    const int lock_fd = lock_for_eviction(folder_, false);
+    const bool evicting = lock_fd >= 0;
+    std::vector<StoredBlock> blocks;
     std::uint64_t total = 0;
+    for (StoredObject& object : scan_cache_folder(folder_, evicting)) {
+        for (StoredBlock& block : object.blocks) {
+            total += block.size;
+            blocks.push_back(std::move(block));
+        }
+    }
+    if (evicting && total > budget_) {
+        total = remove_least_recent(std::move(blocks), static_cast<std::uint64_t>(static_cast<double>(budget_) *
+                                                                                  kEvictDownTo));
+    }
+    if (lock_fd >= 0) ::close(lock_fd);  // also releases the flock
+    return total;
+}
+
+std::vector<StoredObject> scan_cache_folder(const fs::path& folder, bool remove_stale_temporaries) {
+    std::vector<StoredObject> objects;
     const auto now = fs::file_time_type::clock::now();
     std::error_code error;
-    for (fs::directory_iterator objects(folder_, error), end; !error && objects != end; objects.increment(error)) {
-        if (!objects->is_directory(error)) continue;
+    for (fs::directory_iterator entries(folder, error), end; !error && entries != end; entries.increment(error)) {
+        if (!entries->is_directory(error)) continue;
+        StoredObject object{entries->path(), read_small_file(entries->path() / "key").value_or(""), {}};
         std::error_code inner;
-        for (fs::directory_iterator files(objects->path(), inner); !inner && files != end; files.increment(inner)) {
+        for (fs::directory_iterator files(object.folder, inner); !inner && files != end; files.increment(inner)) {
             const std::string name = files->path().filename().string();
             struct stat status {};
             if (::stat(files->path().c_str(), &status) != 0) continue;
             if (name.starts_with(kTemporaryPrefix)) {
                 std::error_code time_error;
-                if (evicting && now - fs::last_write_time(files->path(), time_error) > kStaleTemporary) {
+                if (remove_stale_temporaries &&
+                    now - fs::last_write_time(files->path(), time_error) > kStaleTemporary) {
                     ::unlink(files->path().c_str());
                 }
             } else if (name.ends_with(kBlockSuffix)) {
-                blocks.push_back({files->path(), static_cast<std::uint64_t>(status.st_size), status.st_mtim});
-                total += static_cast<std::uint64_t>(status.st_size);
+                object.blocks.push_back({files->path(), static_cast<std::uint64_t>(status.st_size), status.st_mtim});
             }
         }
+        objects.push_back(std::move(object));
     }
-    if (evicting && total > budget_) {
-        std::sort(blocks.begin(), blocks.end(), [](const BlockFile& a, const BlockFile& b) {
-            return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec : a.used.tv_nsec < b.used.tv_nsec;
-        });
-        const auto target = static_cast<std::uint64_t>(static_cast<double>(budget_) * kEvictDownTo);
-        for (const BlockFile& block : blocks) {
-            if (total <= target) break;
-            if (::unlink(block.path.c_str()) == 0 || errno == ENOENT) total -= block.size;
-        }
+    return objects;
+}
+
+std::uint64_t remove_least_recent(std::vector<StoredBlock> blocks, std::uint64_t keep_bytes,
+                                  std::optional<struct timespec> used_before) {
+    const auto earlier = [](const struct timespec& a, const struct timespec& b) {
+        return a.tv_sec != b.tv_sec ? a.tv_sec < b.tv_sec : a.tv_nsec < b.tv_nsec;
+    };
+    std::sort(blocks.begin(), blocks.end(),
+              [&](const StoredBlock& a, const StoredBlock& b) { return earlier(a.used, b.used); });
+    std::uint64_t total = 0;
+    for (const StoredBlock& block : blocks) total += block.size;
+    for (const StoredBlock& block : blocks) {
+        const bool too_old = used_before && earlier(block.used, *used_before);
+        if (!too_old && total <= keep_bytes) break;
+        if (::unlink(block.path.c_str()) == 0 || errno == ENOENT) total -= block.size;
     }
-    if (lock_fd >= 0) ::close(lock_fd);  // also releases the flock
     return total;
+}
+
+int lock_for_eviction(const fs::path& folder, bool wait) {
+    const fs::path lock_path = folder / ".lock";
+    const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return -1;
+    while (::flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EINTR) continue;
+        ::close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 }  // namespace tensorfs::remote

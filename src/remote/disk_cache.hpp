@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "block.hpp"
 
@@ -76,5 +77,34 @@ private:
     bool stopping_ = false;
     std::thread writer_;
 };
+
+// The cache folder as a whole, as eviction and `tensorfs cache` (ls, du, prune, clear) see it. Removing blocks is
+// safe while mounts use the folder: a reader with a block open keeps reading it whole, and a block that vanished
+// is fetched again.
+
+struct StoredBlock {
+    std::filesystem::path path;
+    std::uint64_t size = 0;
+    struct timespec used {};  // its mtime: when it was last written or read
+};
+
+struct StoredObject {
+    std::filesystem::path folder;
+    std::string key;  // as object_folder() wrote it (URL, identity, size, block size); empty when missing
+    std::vector<StoredBlock> blocks;
+};
+
+// Every object and block in `folder` (a DiskCache's folder()). `remove_stale_temporaries`: also deletes the
+// temporary files that processes killed mid-write left behind.
+std::vector<StoredObject> scan_cache_folder(const std::filesystem::path& folder, bool remove_stale_temporaries);
+
+// Deletes blocks, least recently used first: every one used before `used_before` (when given), then more until
+// at most `keep_bytes` are left. Returns the bytes of the blocks left.
+std::uint64_t remove_least_recent(std::vector<StoredBlock> blocks, std::uint64_t keep_bytes,
+                                  std::optional<struct timespec> used_before = std::nullopt);
+
+// The lock that lets one process at a time remove blocks from `folder`: its descriptor (close it to release), or
+// -1 when another process holds it and `wait` is false, or the folder cannot be locked.
+int lock_for_eviction(const std::filesystem::path& folder, bool wait);
 
 }  // namespace tensorfs::remote

@@ -216,7 +216,8 @@ const std::optional<std::filesystem::path>& RemoteObject::cache_folder() const {
         if (identity_.etag.empty() && identity_.last_modified.empty()) return;
         const std::string identity =
             identity_.etag.empty() ? "last-modified " + identity_.last_modified : "etag " + identity_.etag;
-        cache_folder_ = context_->disk().object_folder(url_ + "\n" + identity + "\nsize " +
+        // The URL without a password in it: the key is a file on disk, and `tensorfs cache ls` shows it.
+        cache_folder_ = context_->disk().object_folder(without_credentials(url_) + "\n" + identity + "\nsize " +
                                                        std::to_string(size()) + "\nblock " +
                                                        std::to_string(kBlockBytes) + "\n");
     });

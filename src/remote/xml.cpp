@@ -1,7 +1,11 @@
+// The XML of S3's answers, read by expat (Debian's libexpat1), with the bounds S3's documents never come near.
 #include "xml.hpp"
 
-#include <charconv>
-#include <cstdint>
+#include <expat.h>
+
+#include <algorithm>
+#include <climits>
+#include <vector>
 
 namespace tensorfs::remote {
 namespace {
@@ -10,173 +14,83 @@ constexpr int kMaxDepth = 32;
 // A ListObjectsV2 page holds at most 1,000 entries of a dozen elements each: a document with many more is not one
 // of S3's, and refusing it bounds the tree's memory (about 100 bytes per element) whatever the input.
 constexpr std::size_t kMaxElements = 100'000;
+// Bytes given to expat at a time (its length argument is an int).
+constexpr std::size_t kPiece = std::size_t{1} << 20;
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+// What the handlers build, and why they stopped the parser when they did.
+struct Builder {
+    XML_Parser parser;
+    XmlElement root;
+    bool has_root = false;
+    std::vector<XmlElement*> open;  // the root first; each one's last child is the next
+    std::size_t elements = 0;
+    std::string refusal;            // set when a handler stopped the parser
 
-void append_utf8(std::string& out, std::uint32_t code) {
-    if (code < 0x80) {
-        out += static_cast<char>(code);
-    } else if (code < 0x800) {
-        out += static_cast<char>(0xC0 | (code >> 6));
-        out += static_cast<char>(0x80 | (code & 0x3F));
-    } else if (code < 0x10000) {
-        out += static_cast<char>(0xE0 | (code >> 12));
-        out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (code & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (code >> 18));
-        out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (code & 0x3F));
+    void refuse(const std::string& why) {
+        if (refusal.empty()) refusal = why;
+        XML_StopParser(parser, XML_FALSE);
     }
+};
+
+// The name without a namespace prefix ("s3:Error" -> "Error"): S3's names are unique without it.
+std::string local_name(const XML_Char* name) {
+    const std::string whole(name);
+    const std::size_t colon = whole.rfind(':');
+    return colon == std::string::npos ? whole : whole.substr(colon + 1);
 }
 
-class Reader {
-public:
-    explicit Reader(std::string_view text) : text_(text) {}
-
-    XmlElement document() {
-        skip_misc();
-        if (!at("<")) fail("no root element");
-        XmlElement root;
-        element(root, 1);
-        skip_misc();
-        if (pos_ != text_.size()) fail("text after the root element");
-        return root;
+void XMLCALL on_start(void* data, const XML_Char* name, const XML_Char** /*attributes: S3 sends none we need*/) {
+    auto& builder = *static_cast<Builder*>(data);
+    if (builder.open.size() + 1 > static_cast<std::size_t>(kMaxDepth)) {
+        return builder.refuse("elements nested more than " + std::to_string(kMaxDepth) + " deep");
     }
+    if (++builder.elements > kMaxElements) {
+        return builder.refuse("more than " + std::to_string(kMaxElements) + " elements");
+    }
+    XmlElement* element = nullptr;
+    if (builder.open.empty()) {
+        builder.has_root = true;
+        element = &builder.root;
+    } else {
+        // Only the innermost open element gets children: the pointers to its ancestors stay valid.
+        element = &builder.open.back()->children.emplace_back();
+    }
+    element->name = local_name(name);
+    builder.open.push_back(element);
+}
+
+void XMLCALL on_end(void* data, const XML_Char* /*name: expat checked that it matches*/) {
+    static_cast<Builder*>(data)->open.pop_back();
+}
+
+// Text and CDATA, with expat's references already decoded, as the element's own text.
+void XMLCALL on_text(void* data, const XML_Char* text, int length) {
+    auto& builder = *static_cast<Builder*>(data);
+    if (!builder.open.empty()) builder.open.back()->text.append(text, static_cast<std::size_t>(length));
+}
+
+// A DTD could declare entities that expand without end: S3 sends none, so any is refused before it is read.
+void XMLCALL on_doctype(void* data, const XML_Char*, const XML_Char*, const XML_Char*, int) {
+    static_cast<Builder*>(data)->refuse("document type declarations are not read");
+}
+
+void XMLCALL on_entity_declaration(void* data, const XML_Char*, int, const XML_Char*, int, const XML_Char*,
+                                   const XML_Char*, const XML_Char*, const XML_Char*) {
+    static_cast<Builder*>(data)->refuse("entity declarations are not read");
+}
+
+class Parser {
+public:
+    Parser() : parser_(XML_ParserCreate("UTF-8")) {}
+    ~Parser() {
+        if (parser_ != nullptr) XML_ParserFree(parser_);
+    }
+    Parser(const Parser&) = delete;
+    Parser& operator=(const Parser&) = delete;
+    XML_Parser get() const { return parser_; }
 
 private:
-    [[noreturn]] void fail(const std::string& what) const { throw XmlError("malformed XML: " + what, pos_); }
-
-    bool at(std::string_view what) const { return text_.substr(pos_).starts_with(what); }
-
-    // Moves past the next `end`, failing at the end of the text.
-    void skip_past(std::string_view end, const char* what) {
-        const std::size_t found = text_.find(end, pos_);
-        if (found == std::string_view::npos) fail(std::string("unterminated ") + what);
-        pos_ = found + end.size();
-    }
-
-    // Whitespace, comments and processing instructions (the XML declaration among them) between elements.
-    void skip_misc() {
-        for (;;) {
-            while (pos_ < text_.size() && is_space(text_[pos_])) ++pos_;
-            if (at("<?")) {
-                skip_past("?>", "processing instruction");
-            } else if (at("<!--")) {
-                skip_past("-->", "comment");
-            } else if (at("<!")) {
-                fail("document type declarations are not read");
-            } else {
-                return;
-            }
-        }
-    }
-
-    std::string name() {
-        const std::size_t start = pos_;
-        while (pos_ < text_.size() && !is_space(text_[pos_]) && text_[pos_] != '>' && text_[pos_] != '/') ++pos_;
-        std::string_view whole = text_.substr(start, pos_ - start);
-        if (whole.empty()) fail("an element without a name");
-        if (const std::size_t colon = whole.rfind(':'); colon != std::string_view::npos) whole.remove_prefix(colon + 1);
-        return std::string(whole);
-    }
-
-    // After the name: attributes up to '>' (false) or '/>' (true: the element is empty).
-    bool skip_attributes() {
-        while (pos_ < text_.size()) {
-            const char c = text_[pos_];
-            if (c == '"' || c == '\'') {
-                const std::size_t close = text_.find(c, pos_ + 1);
-                if (close == std::string_view::npos) fail("unterminated attribute value");
-                pos_ = close + 1;
-            } else if (c == '>') {
-                ++pos_;
-                return false;
-            } else if (c == '/' && at("/>")) {
-                pos_ += 2;
-                return true;
-            } else {
-                ++pos_;
-            }
-        }
-        fail("unterminated start tag");
-    }
-
-    // `text_[pos_]` is '<' of a start tag.
-    void element(XmlElement& element, int depth) {
-        if (depth > kMaxDepth) fail("elements nested more than " + std::to_string(kMaxDepth) + " deep");
-        if (++elements_ > kMaxElements) fail("more than " + std::to_string(kMaxElements) + " elements");
-        ++pos_;
-        element.name = name();
-        if (skip_attributes()) return;
-        for (;;) {
-            const std::size_t lt = text_.find('<', pos_);
-            if (lt == std::string_view::npos) fail("element <" + element.name + "> is not closed");
-            decode(text_.substr(pos_, lt - pos_), element.text);
-            pos_ = lt;
-            if (at("</")) {
-                pos_ += 2;
-                if (name() != element.name) fail("</…> does not close <" + element.name + ">");
-                while (pos_ < text_.size() && is_space(text_[pos_])) ++pos_;
-                if (!at(">")) fail("unterminated end tag");
-                ++pos_;
-                return;
-            }
-            if (at("<![CDATA[")) {
-                const std::size_t start = pos_ + 9;
-                skip_past("]]>", "CDATA section");
-                element.text.append(text_.substr(start, pos_ - 3 - start));
-            } else if (at("<!--")) {
-                skip_past("-->", "comment");
-            } else if (at("<?")) {
-                skip_past("?>", "processing instruction");
-            } else if (at("<!")) {
-                fail("declarations inside an element");
-            } else {
-                element.children.emplace_back();
-                this->element(element.children.back(), depth + 1);
-            }
-        }
-    }
-
-    // Appends `raw` to `out` with its entity and character references replaced.
-    void decode(std::string_view raw, std::string& out) const {
-        for (std::size_t i = 0; i < raw.size(); ++i) {
-            if (raw[i] != '&') {
-                out += raw[i];
-                continue;
-            }
-            const std::size_t semicolon = raw.find(';', i);
-            if (semicolon == std::string_view::npos) fail("'&' without ';'");
-            const std::string_view entity = raw.substr(i + 1, semicolon - i - 1);
-            if (entity == "lt") out += '<';
-            else if (entity == "gt") out += '>';
-            else if (entity == "amp") out += '&';
-            else if (entity == "quot") out += '"';
-            else if (entity == "apos") out += '\'';
-            else if (entity.starts_with('#')) append_utf8(out, code_point(entity.substr(1)));
-            else fail("unknown entity &" + std::string(entity) + ";");
-            i = semicolon;
-        }
-    }
-
-    // The character of a reference's digits ("233" or "xE9").
-    std::uint32_t code_point(std::string_view digits) const {
-        const bool hex = digits.starts_with('x');
-        if (hex) digits.remove_prefix(1);
-        std::uint32_t code = 0;
-        const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), code, hex ? 16 : 10);
-        if (digits.empty() || error != std::errc() || end != digits.data() + digits.size() || code == 0 ||
-            code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
-            fail("bad character reference");
-        }
-        return code;
-    }
-
-    std::string_view text_;
-    std::size_t pos_ = 0;
-    std::size_t elements_ = 0;
+    XML_Parser parser_;
 };
 
 }  // namespace
@@ -194,6 +108,33 @@ std::optional<std::string> XmlElement::child_text(std::string_view wanted) const
     return found->text;
 }
 
-XmlElement parse_xml(std::string_view text) { return Reader(text).document(); }
+XmlElement parse_xml(std::string_view text) {
+    const Parser parser;
+    if (parser.get() == nullptr) throw XmlError("cannot read XML: out of memory", 0);
+    Builder builder{parser.get(), {}, false, {}, 0, {}};
+    XML_SetUserData(parser.get(), &builder);
+    XML_SetElementHandler(parser.get(), on_start, on_end);
+    XML_SetCharacterDataHandler(parser.get(), on_text);
+    XML_SetStartDoctypeDeclHandler(parser.get(), on_doctype);
+    XML_SetEntityDeclHandler(parser.get(), on_entity_declaration);
+    std::size_t given = 0;
+    bool ok = true;
+    do {
+        const std::size_t piece = std::min(kPiece, text.size() - given);
+        const bool last = given + piece == text.size();
+        ok = XML_Parse(parser.get(), text.data() + given, static_cast<int>(piece), last ? XML_TRUE : XML_FALSE) ==
+             XML_STATUS_OK;
+        given += piece;
+    } while (ok && given < text.size());
+    if (!ok || !builder.refusal.empty()) {
+        const XML_Index at = XML_GetCurrentByteIndex(parser.get());
+        const std::size_t byte = at < 0 ? given : std::min(static_cast<std::size_t>(at), text.size());
+        const std::string why =
+            builder.refusal.empty() ? XML_ErrorString(XML_GetErrorCode(parser.get())) : builder.refusal;
+        throw XmlError("malformed XML: " + why, byte);
+    }
+    if (!builder.has_root) throw XmlError("malformed XML: no root element", text.size());
+    return std::move(builder.root);
+}
 
 }  // namespace tensorfs::remote

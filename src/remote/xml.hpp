@@ -1,8 +1,8 @@
-// A small reader of the XML that S3 answers with (listings, error bodies): elements, their text and their children;
-// attributes, comments, processing instructions and CDATA are understood and dropped or kept as text. No DTD, no
-// entities beyond XML's five and numeric references: S3 sends neither, and a document that does is refused.
-// Bounded: nesting depth and element count are limited, so hostile input cannot exhaust the stack, nor take more
-// than about 10 MB of memory for its tree.
+// The XML that S3 answers with (listings, error bodies), read by expat: elements, their text and their children;
+// attributes, comments and processing instructions are dropped, CDATA kept as text. No DTD, no entities beyond
+// XML's five and numeric references: S3 sends neither, and a document that does is refused.
+// Bounded: nesting depth and element count are limited, so hostile input cannot take more than about 10 MB of
+// memory for its tree.
 #pragma once
 
 #include <cstddef>

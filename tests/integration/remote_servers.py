@@ -29,6 +29,9 @@ OPENSSL = "/usr/bin/openssl"
 PR_SET_PDEATHSIG = 1
 HUB_REPO = "test-org/vectors"
 HUB_REVISION = "main"
+# Who may read nginx's /private/ (the vectors behind HTTP basic auth).
+BASIC_USER = "alice"
+BASIC_PASSWORD = "pw-s3cr3t-9f2"
 
 
 def _die_with_parent():
@@ -162,6 +165,12 @@ http {{
     server {{
         listen 127.0.0.1:{self.http};
         root {self.data};
+        # The same files behind a password (HTTP basic auth), for credentials given in the URL.
+        location /private/ {{
+            auth_basic "tensorfs tests";
+            auth_basic_user_file {self.folder}/htpasswd;
+            alias {self.data}/;
+        }}
     }}
     server {{
         listen 127.0.0.1:{self.https} ssl;
@@ -214,6 +223,8 @@ http {{
 """
         with open(os.path.join(self.folder, "nginx.conf"), "w") as f:
             f.write(config)
+        with open(os.path.join(self.folder, "htpasswd"), "w") as f:
+            f.write(f"{BASIC_USER}:{{PLAIN}}{BASIC_PASSWORD}\n")
 
     def stop(self):
         if self.process.poll() is None:

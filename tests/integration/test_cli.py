@@ -306,8 +306,9 @@ class CommandsWithoutFuse(unittest.TestCase):
         source = self.sources[0].path
         for args, message in [((source, "no.such.tensor"), "no tensor named 'no.such.tensor'"),
                               ((source,), "cat needs SOURCE and TENSOR"),
-                              ((source, "blk.0.f32.weight", "--raw", "--npy"), "one of --raw, --f32, --npy"),
-                              ((source, "blk.0.f32.weight", "--f16"), "unknown option '--f16'")]:
+                              ((source, "blk.0.f32.weight", "--raw", "--npy"),
+                               "one of --f32, --npy, --bf16, --f16, --raw"),
+                              ((source, "blk.0.f32.weight", "--f64"), "unknown option '--f64'")]:
             with self.subTest(args=args):
                 result = subprocess.run([BIN, "cat", *args], capture_output=True, text=True, timeout=60)
                 self.assertEqual(result.returncode, 1)
@@ -381,7 +382,7 @@ class CommandsWithoutFuse(unittest.TestCase):
                 self.assertRegex(result.stderr, r"^tensorfs: .*; try 'tensorfs --help'\n$")
 
     def test_help(self):
-        for args in (["--help"], ["-h"], ["ls", "--help"]):
+        for args in (["--help"], ["-h"], ["help"], ["mount", "--help"]):
             with self.subTest(args=args):
                 result = run(*args)
                 self.assertEqual(result.returncode, 0)
@@ -454,7 +455,7 @@ class StatsOfAMount(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             result = run("stats", tmp)
         self.assertEqual(result.returncode, 1)
-        self.assertEqual(result.stderr, f"tensorfs: {tmp} is not a tensorfs mount (no .tensorfs/stats.json)\n")
+        self.assertEqual(result.stderr, f"tensorfs: {tmp}: not a mount (tensorfs status lists the tensorfs mounts)\n")
 
 
 class BareFormMountOptions(unittest.TestCase):

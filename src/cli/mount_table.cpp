@@ -1,0 +1,76 @@
+#include "mount_table.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace tensorfs::cli {
+namespace {
+
+// mountinfo writes space, tab, newline and backslash in paths as \NNN (octal).
+std::string unescaped(const std::string& field) {
+    std::string text;
+    for (std::size_t i = 0; i < field.size(); ++i) {
+        if (field[i] == '\\' && i + 3 < field.size() && field[i + 1] >= '0' && field[i + 1] <= '3') {
+            text += static_cast<char>((field[i + 1] - '0') * 64 + (field[i + 2] - '0') * 8 + (field[i + 3] - '0'));
+            i += 3;
+        } else {
+            text += field[i];
+        }
+    }
+    return text;
+}
+
+}  // namespace
+
+std::vector<MountEntry> all_mounts() {
+    std::vector<MountEntry> mounts;
+    std::ifstream file("/proc/self/mountinfo");
+    for (std::string line; std::getline(file, line);) {
+        // ID PARENT MAJOR:MINOR ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER_OPTIONS
+        std::istringstream fields(line);
+        std::string id, parent, device, root, mountpoint, field;
+        if (!(fields >> id >> parent >> device >> root >> mountpoint)) continue;
+        while (fields >> field && field != "-") {
+        }
+        MountEntry entry;
+        if (!(fields >> entry.type >> entry.source)) continue;
+        entry.mountpoint = unescaped(mountpoint);
+        entry.source = unescaped(entry.source);
+        mounts.push_back(std::move(entry));
+    }
+    return mounts;
+}
+
+std::vector<MountEntry> tensorfs_mounts() {
+    std::vector<MountEntry> mounts;
+    for (auto& entry : all_mounts()) {
+        if (entry.type == "fuse.tensorfs") mounts.push_back(std::move(entry));
+    }
+    return mounts;
+}
+
+std::string absolute_path_of(const std::string& path) {
+    namespace fs = std::filesystem;
+    fs::path normal = fs::absolute(path).lexically_normal();
+    if (normal.has_parent_path() && normal.filename().empty()) normal = normal.parent_path();  // "dir/" -> "dir"
+    if (normal == normal.root_path()) return normal.string();
+    // The parent resolved (symbolic links, ..), the last name kept: resolving the path itself would stat a mount.
+    if (char* parent = ::realpath(normal.parent_path().c_str(), nullptr)) {
+        normal = fs::path(parent) / normal.filename();
+        std::free(parent);
+    }
+    return normal.string();
+}
+
+std::optional<MountEntry> mount_at(const std::string& path) {
+    const std::string wanted = absolute_path_of(path);
+    std::optional<MountEntry> found;
+    for (auto& entry : all_mounts()) {
+        if (entry.mountpoint == wanted) found = std::move(entry);  // the last one listed is on top
+    }
+    return found;
+}
+
+}  // namespace tensorfs::cli

@@ -1,0 +1,16 @@
+// What `mount` and `umount` check about MOUNTPOINT before asking the kernel, to say in words what went wrong.
+#pragma once
+
+#include <string>
+
+namespace tensorfs::cli {
+
+// 0 when `mountpoint` can take a mount (a folder that is not a tensorfs mount already); else prints
+// `tensorfs: DIR: WHY` and returns 2. Warns, and returns 0, for a folder that is not empty.
+int check_mountpoint(const std::string& mountpoint);
+
+// 0 when `mountpoint` is a tensorfs mount; else prints `tensorfs: DIR: not mounted` (or what is mounted there)
+// and returns 2.
+int check_unmountable(const std::string& mountpoint);
+
+}  // namespace tensorfs::cli

@@ -1,0 +1,17 @@
+// "Did you mean …?" for a mistyped command or option.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tensorfs::cli {
+
+// The candidate nearest to `word` by edit distance, if it is near enough to be a typo of it (at most 2 edits, and
+// fewer than the word's length); else "".
+std::string nearest(std::string_view word, const std::vector<std::string_view>& candidates);
+
+// "; did you mean 'X'?" for the nearest candidate, or "".
+std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& candidates);
+
+}  // namespace tensorfs::cli

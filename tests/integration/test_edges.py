@@ -1,0 +1,238 @@
+"""The edges a new user hits, each refused or explained in one line: convert onto its own source, mounting twice
+or onto a file, unmounting what is not mounted or busy, ls/info on a mount point or one shard, stray arguments and
+typos, per-command help, cat's 16-bit views, validate --json, stats on a model file."""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+
+from tensorfs_mount import VECTORS, Mount, daemon_pids, is_mounted, manifest, read_file, run
+
+GGUF = os.path.join(VECTORS, "gguf/tiny-llama-Q4_K_M.gguf")
+SAFETENSORS = os.path.join(VECTORS, "safetensors/all_dtypes.safetensors")
+SHARDS = os.path.join(VECTORS, "safetensors/sharded")
+
+
+def sha256(path):
+    return hashlib.sha256(read_file(path)).hexdigest()
+
+
+class ConvertNeverEatsItsSource(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.mkdtemp(prefix="tensorfs-edges-")
+        self.source = os.path.join(self.folder, "a.gguf")
+        shutil.copyfile(GGUF, self.source)
+        self.digest = sha256(self.source)
+
+    def tearDown(self):
+        shutil.rmtree(self.folder)
+
+    def test_out_that_is_the_source(self):
+        for args in ((self.source, self.source), (self.source, self.source, "--force")):
+            with self.subTest(args=args):
+                result = run("convert", *args)
+                self.assertEqual(result.returncode, 1)
+                self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+                self.assertEqual(sha256(self.source), self.digest)
+        self.assertIn("does not end in .safetensors", run("convert", self.source, self.source).stderr)
+        self.assertIn("convert never writes over its own source",
+                      run("convert", self.source, self.source, "--force").stderr)
+
+    def test_out_that_is_a_hard_link_to_a_shard(self):
+        folder = os.path.join(self.folder, "sharded")
+        shutil.copytree(SHARDS, folder)
+        shard = os.path.join(folder, "model-00002-of-00003.safetensors")
+        before = sha256(shard)
+        link = os.path.join(self.folder, "out.safetensors")
+        os.link(shard, link)
+        result = run("convert", folder, link)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("model-00002-of-00003.safetensors", result.stderr)
+        self.assertIn("never writes over its own source", result.stderr)
+        self.assertEqual(sha256(shard), before)
+
+    def test_other_suffix_needs_force(self):
+        out = os.path.join(self.folder, "out.bin")
+        result = run("convert", self.source, out)
+        self.assertEqual(result.returncode, 1)
+        self.assertRegex(result.stderr, r"^tensorfs: .*does not end in \.safetensors \(--force writes it anyway\)")
+        self.assertFalse(os.path.exists(out))
+        result = run("convert", self.source, out, "--force")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(read_file(out)[8:9], b"{")  # a safetensors header after its 8-byte length
+
+
+class MountPointEdges(unittest.TestCase):
+    def test_mounting_twice_is_refused(self):
+        with Mount(GGUF) as mount:
+            result = run("mount", GGUF, mount.path)
+            self.assertEqual(result.returncode, 2)
+            self.assertEqual(result.stderr, f"tensorfs: {mount.path}: already a tensorfs mount (of {GGUF}); "
+                                            f"unmount it first: tensorfs umount {mount.path}\n")
+            self.assertEqual(len(daemon_pids(mount.path)), 1)
+            with open("/proc/self/mountinfo") as f:
+                self.assertEqual(sum(line.split()[4] == mount.path for line in f), 1)
+
+    def test_a_file_and_a_missing_folder(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            file = os.path.join(tmp, "file")
+            open(file, "w").close()
+            result = run("mount", GGUF, file)
+            self.assertEqual((result.returncode, result.stderr), (2, f"tensorfs: {file}: not a directory\n"))
+            missing = os.path.join(tmp, "missing")
+            result = run("mount", GGUF, missing)
+            self.assertEqual((result.returncode, result.stderr),
+                             (2, f"tensorfs: {missing}: no such folder; create it first: mkdir -p {missing}\n"))
+            self.assertFalse(is_mounted(file) or is_mounted(missing))
+
+    def test_a_folder_that_is_not_empty_gets_a_warning(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            open(os.path.join(tmp, "hidden-while-mounted"), "w").close()
+            result = run("mount", GGUF, tmp)
+            try:
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual(result.stderr, f"tensorfs: warning: {tmp} is not empty; its files are hidden while "
+                                                "the mount is there\n")
+                self.assertTrue(os.path.exists(os.path.join(tmp, "model.json")))
+            finally:
+                subprocess.run(["fusermount3", "-u", tmp], capture_output=True, timeout=60)
+
+    def test_umount_says_not_mounted(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            result = run("umount", tmp)
+            self.assertEqual((result.returncode, result.stderr), (2, f"tensorfs: {tmp}: not mounted\n"))
+
+    def test_umount_says_busy(self):
+        with Mount(GGUF) as mount:
+            with open(os.path.join(mount.path, "model.json")):
+                result = run("umount", mount.path)
+                self.assertEqual(result.returncode, 2)
+                self.assertEqual(result.stderr,
+                                 f"tensorfs: {mount.path}: busy: files are still open under {mount.path}\n")
+                self.assertTrue(is_mounted(mount.path))
+            result = run("umount", mount.path)
+            self.assertEqual((result.returncode, result.stderr), (0, ""))
+            self.assertFalse(is_mounted(mount.path))
+
+    def test_ls_and_info_on_a_mount_point_describe_its_source(self):
+        with Mount(GGUF) as mount:
+            for command in ("ls", "info"):
+                with self.subTest(command=command):
+                    on_mount = run(command, mount.path + "/")
+                    direct = run(command, GGUF)
+                    self.assertEqual(on_mount.returncode, 0, on_mount.stderr)
+                    self.assertEqual(on_mount.stdout, direct.stdout)
+                    self.assertEqual(on_mount.stderr,
+                                     f"tensorfs: note: {mount.path}/ is a tensorfs mount of {GGUF}; describing that\n")
+
+    def test_stats_on_a_model_file_says_not_a_mount(self):
+        result = run("stats", GGUF)
+        self.assertEqual((result.returncode, result.stderr),
+                         (1, f"tensorfs: {GGUF}: not a mount (tensorfs status lists the tensorfs mounts)\n"))
+
+
+class OneShardOfASet(unittest.TestCase):
+    def test_ls_and_info_point_to_the_index(self):
+        shard = os.path.join(SHARDS, "model-00001-of-00003.safetensors")
+        for command in ("ls", "info"):
+            with self.subTest(command=command):
+                result = run(command, shard)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual(result.stderr, f"tensorfs: note: {shard} is shard 1 of 3; it holds a part of the "
+                                                "model's tensors. The whole model: "
+                                                f"{SHARDS}/model.safetensors.index.json\n")
+
+    def test_a_whole_model_gets_no_note(self):
+        self.assertEqual(run("ls", SHARDS).stderr, "")
+        self.assertEqual(run("ls", os.path.join(SHARDS, "model.safetensors.index.json")).stderr, "")
+
+
+class ArgumentsAndHelp(unittest.TestCase):
+    def test_stray_arguments_and_typos(self):
+        for args, message in [(("ls", GGUF, "extra"), "ls: unexpected argument 'extra'"),
+                              (("info", GGUF, "a", "b"), "info: unexpected argument 'a'"),
+                              (("umount", "/x", "/y"), "umount: unexpected argument '/y'"),
+                              (("lss", GGUF), "'lss' is neither a command nor an existing SOURCE; did you mean 'ls'?"),
+                              (("ls", GGUF, "--jsno"), "unknown option '--jsno'; did you mean '--json'?"),
+                              (("cat", GGUF, "x", "--bf61"), "unknown option '--bf61'; did you mean '--bf16'?"),
+                              (("mount", GGUF, "/x", "--thread", "2"),
+                               "unknown option '--thread'; did you mean '--threads'?"),
+                              (("help", "mout"), "no command 'mout'; did you mean 'mount'?")]:
+            with self.subTest(args=args):
+                result = run(*args)
+                self.assertEqual(result.returncode, 1)
+                self.assertEqual(result.stderr, f"tensorfs: {message}; try 'tensorfs --help'\n")
+
+    def test_help_of_one_command(self):
+        for command, first_line in [("ls", "usage: tensorfs ls SOURCE [--json]"),
+                                    ("cat", "usage: tensorfs cat SOURCE TENSOR"),
+                                    ("convert", "usage: tensorfs convert SOURCE OUT.safetensors"),
+                                    ("umount", "usage: tensorfs umount MOUNTPOINT"),
+                                    ("status", "usage: tensorfs status [--json]")]:
+            for args in (("help", command), (command, "--help"), (command, "-h")):
+                with self.subTest(args=args):
+                    result = run(*args)
+                    self.assertEqual((result.returncode, result.stderr), (0, ""))
+                    self.assertTrue(result.stdout.startswith(first_line), result.stdout)
+                    self.assertNotIn("libfuse options", result.stdout)
+
+
+def bf16_bits(values):
+    """float32 -> bfloat16 bits, round to nearest even (NaN aside)."""
+    bits = values.view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+class CatSixteenBitViews(unittest.TestCase):
+    def assert_rounded(self, got, expected, rounded, dtype):
+        """`got` (16-bit values) equals `rounded` where the float32 values are not NaN, and is NaN where they are."""
+        nan = np.isnan(expected)
+        self.assertEqual(len(got), 2 * len(expected))
+        values = np.frombuffer(got, dtype="<u2")
+        self.assertTrue(np.array_equal(values[~nan], rounded[~nan]))
+        self.assertTrue(np.isnan(values[nan].view(dtype).astype(np.float32) if dtype == "<f2" else
+                                 (values[nan].astype(np.uint32) << 16).view(np.float32)).all())
+
+    def test_bf16_and_f16_are_the_rounded_values(self):
+        entry = next(e for e in manifest()["safetensors"] if e["file"] == "safetensors/all_dtypes.safetensors")
+        for name in ("dtype.f32", "dtype.bf16", "dtype.f16", "dtype.f64"):
+            tensor = next(t for t in entry["tensors"] if t["name"] == name)
+            expected = np.fromfile(os.path.join(VECTORS, tensor["expected_f32"]), dtype="<f4")
+            with self.subTest(name=name):
+                f16 = run("cat", SAFETENSORS, name, "--f16", text=False)
+                self.assertEqual(f16.returncode, 0, f16.stderr)
+                with np.errstate(over="ignore"):  # beyond float16: inf, as IEEE rounding gives
+                    rounded = expected.astype("<f2").view("<u2")
+                self.assert_rounded(f16.stdout, expected, rounded, "<f2")
+                bf16 = run("cat", SAFETENSORS, name, "--bf16", text=False)
+                self.assertEqual(bf16.returncode, 0, bf16.stderr)
+                self.assert_rounded(bf16.stdout, expected, bf16_bits(expected), "bf16")
+
+
+class ValidateJson(unittest.TestCase):
+    def test_valid_and_invalid(self):
+        result = run("validate", GGUF, "--json")
+        self.assertEqual((result.returncode, result.stderr), (0, ""))
+        self.assertEqual(json.loads(result.stdout),
+                         {"source": GGUF, "valid": True, "format": "gguf",
+                          "tensors": len(next(e for e in manifest()["gguf"]
+                                              if e["file"] == "gguf/tiny-llama-Q4_K_M.gguf")["tensors"]),
+                          "files": 1, "problems": []})
+        broken = os.path.join(VECTORS, "malformed/bad_magic.gguf")
+        text = run("validate", broken)
+        result = run("validate", broken, "--json")
+        self.assertEqual((result.returncode, result.stderr), (1, ""))
+        document = json.loads(result.stdout)
+        self.assertFalse(document["valid"])
+        self.assertIsNone(document["format"])
+        self.assertEqual([p["line"] for p in document["problems"]], text.stderr.splitlines())
+        self.assertTrue(all(p["file"] and p["what"] for p in document["problems"]))
+
+
+if __name__ == "__main__":
+    unittest.main()
