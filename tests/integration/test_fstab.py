@@ -1,5 +1,6 @@
 """Installed tensorfs used the way mount(8) and fstab use it: `cmake --install` to a temporary prefix, then real
-`mount -t fuse.tensorfs` and `mount -T FSTAB` mounts in temporary folders, read and unmounted; and `man tensorfs`.
+`mount -t fuse.tensorfs` and `mount -T FSTAB` mounts in temporary folders, read and unmounted; `man tensorfs`, and
+the other installed files (bash completion, README, copyright, changelog).
 
 mount(8) clears PATH before it runs mount.fuse3, whose shell then looks for `tensorfs` in the default command
 path (/usr/local/sbin, /usr/local/bin, /usr/sbin, ...) only, where an installed tensorfs lives. So the test runs
@@ -8,6 +9,7 @@ folder of that path: mount(8) then finds the installed binary exactly as it find
 and nothing outside this test process sees the change."""
 import ctypes
 import errno
+import gzip
 import json
 import os
 import shutil
@@ -19,7 +21,7 @@ import numpy as np
 
 import remote_servers
 import s3_servers
-from tensorfs_mount import BIN, VECTORS, daemon_pids, is_mounted, manifest, wait_until, same_floats
+from tensorfs_mount import BIN, VECTORS, daemon_pids, is_mounted, manifest, read_file, wait_until, same_floats
 
 CLONE_NEWNS = 0x00020000
 # The command path of /bin/sh when PATH is unset: where mount.fuse3's shell finds `tensorfs`.
@@ -146,9 +148,17 @@ class InstalledTensorfs(unittest.TestCase):
         self.assertFalse(is_mounted(mountpoint))
         self.assertTrue(wait_until(lambda: not daemon_pids(mountpoint)), "the daemon outlived its mount")
 
-    def test_install_puts_the_binary_and_the_man_page(self):
+    def test_install_puts_the_binary_the_man_page_completion_and_docs(self):
         self.assertTrue(os.access(self.installed("bin", "tensorfs"), os.X_OK))
-        self.assertTrue(os.path.isfile(self.installed("share", "man", "man1", "tensorfs.1")))
+        source_tree = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        # Compressed as Debian wants it, with gzip's -n (no name or time stamp).
+        with gzip.open(self.installed("share", "man", "man1", "tensorfs.1.gz")) as page:
+            self.assertEqual(page.read(), read_file(os.path.join(source_tree, "docs", "tensorfs.1")))
+        # Where bash-completion looks for a command's completion when it is first completed.
+        self.assertEqual(read_file(self.installed("share", "bash-completion", "completions", "tensorfs")),
+                         read_file(os.path.join(source_tree, "completion", "tensorfs.bash")))
+        for doc in ("README.md", "copyright", "changelog.gz"):
+            self.assertTrue(os.path.isfile(self.installed("share", "doc", "tensorfs", doc)), doc)
         if shutil.which("man") is None:
             self.skipTest("no man(1) here")
         env = dict(os.environ, MANPATH=self.installed("share", "man"), MANWIDTH="100")
