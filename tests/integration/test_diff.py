@@ -279,13 +279,15 @@ class DiffTest(unittest.TestCase):
 
     def test_csv_holds_the_json_figures(self):
         values = f32(self.rng.standard_normal((16, 16)))
-        a = self.write("a.safetensors", [entry("w", values), entry("gone", values)])
-        b = self.write("b.safetensors", [entry("w", values * 1.01)])
+        a = self.write("a.safetensors", [entry("w", values), entry("gone", values), entry("zeros", np.zeros(8))])
+        b = self.write("b.safetensors", [entry("w", values * 1.01), entry("zeros", np.zeros(8))])
         pairs, _, _ = json_lines(a, b)
         result = diff("--csv", a, b)
         self.assertEqual(result.returncode, 1, result.stderr)
         rows = {row["a"]: row for row in csv.DictReader(io.StringIO(result.stdout))}
-        self.assertEqual(set(rows), {"w", "gone"})
+        self.assertEqual(set(rows), {"w", "gone", "zeros"})
+        self.assertEqual((rows["zeros"]["status"], rows["zeros"]["snr_db"], rows["zeros"]["cosine"],
+                          rows["zeros"]["bytes_identical"]), ("identical", "inf", "", "true"))
         self.assertEqual(json.loads(rows["w"]["shape_a"]), [16, 16])
         for key in ("max_abs_diff", "rmse", "relative_rmse", "cosine", "snr_db"):
             self.assertEqual(float(rows["w"][key]), pairs["w"][key], key)
