@@ -110,6 +110,7 @@ private:
 
 struct Stats {
     FileKindCounters raw, dequant_f32, dequant_npy, dequant_bf16, dequant_f16, model_safetensors, json;
+    FileKindCounters source_files;  // side files and the files of source/
     // A wait is a read that found its chunk being decoded by another thread and took that decode (also a hit).
     Counter cache_hits, cache_misses, cache_waits, cache_evictions, cache_decoded_ahead;
     Counter bytes_decoded, decode_nanoseconds;   // bytes of float32 decoded (also for the 16-bit views)
