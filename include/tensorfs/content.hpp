@@ -77,7 +77,7 @@ public:
     // and a value view in the tensor's own encoding (dequant.bf16 of a BF16 tensor, dequant.f32 of an F32 one),
     // which serves the raw bytes. Counts the read. nullopt for every other file.
     struct FileSlice {
-        const Tensor* tensor;
+        const Tensor* tensor;  // nullptr for a side file or a file of source/, which is a whole source file
         std::uint32_t file;
         std::uint64_t offset;
         std::size_t length;  // already clipped to the file's size
@@ -87,8 +87,12 @@ public:
     std::optional<FileSlice> source_range(Node node, std::uint64_t offset, std::size_t length) const;
     // Reads a slice's bytes into `dst` (from the source, never from its mapping). Throws IoError.
     void read_slice(const FileSlice& slice, void* dst) const {
+        if (slice.tensor == nullptr) return files_.read_of_file(slice.file, slice.offset, slice.length, dst);
         files_.read_of_tensor(*slice.tensor, slice.offset, slice.length, dst);
     }
+
+    // When a side file or a file of source/ last changed (its source file's mtime); nullopt for every other node.
+    std::optional<timespec> modified(Node node) const;
 
     // The header of dequant.npy (made when asked: a few hundred bytes a tensor, kept for none); "" without dequant.
     std::string npy_header(std::uint32_t tensor) const;
@@ -100,6 +104,8 @@ private:
     std::uint64_t meta_json_size(std::uint32_t tensor) const;
     // Whether the node's bytes are its tensor's raw bytes (see source_slice).
     bool serves_raw(Node node) const;
+    // The index in files_ of a side file or a file of source/; nullopt for other nodes.
+    std::optional<std::uint32_t> whole_file_of(Node node) const;
     FileKindCounters* counters_of(NodeKind kind) const;
     // Appends the part of `text` at [offset, offset + length) to `pieces`.
     static void add_text(const std::string& text, std::uint64_t offset, std::size_t length, ReadPieces& pieces);

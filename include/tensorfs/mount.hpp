@@ -20,6 +20,7 @@ struct MountOptions {
     std::uint64_t cache_size = 0;            // bytes of decoded chunks kept; 0 = default
     unsigned threads = 0;                    // FUSE worker threads; 0 = default
     ExportDtype export_dtype = ExportDtype::Keep;   // the dtypes of model.safetensors
+    std::string model;                       // model=PATH: the model to mount in a folder SOURCE; "": the folder rule
     SourceOptions source_options;            // cache_dir=, disk_cache_size= (remote sources)
 };
 

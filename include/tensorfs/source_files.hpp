@@ -1,5 +1,6 @@
-// The files of a mounted catalog, by index: the objects its parsers opened, read for tensors' bytes. They stay
-// open as long as the mount, so it keeps serving the bytes it was mounted with.
+// The files of a mount, by index: the objects the catalog's parsers opened (by their index in Catalog::files), read
+// for tensors' bytes, then the side files and source/'s files of its ModelFolder. They stay open as long as the
+// mount, so it keeps serving the bytes it was mounted with.
 #pragma once
 
 #include <cstddef>
@@ -7,12 +8,18 @@
 #include <vector>
 
 #include "tensorfs/catalog.hpp"
+#include "tensorfs/model_folder.hpp"
 
 namespace tensorfs {
 
 class SourceFiles {
 public:
-    explicit SourceFiles(const Catalog& catalog);
+    // `folder` may be nullptr (no side files, no source/).
+    explicit SourceFiles(const Catalog& catalog, const ModelFolder* folder = nullptr);
+
+    // The index of side file `side` and of source file `source` of the folder.
+    std::uint32_t side_file(std::uint32_t side) const { return first_side_file_ + side; }
+    std::uint32_t source_file(std::uint32_t source) const { return first_source_file_ + source; }
 
     const SourceObject& file(std::uint32_t index) const { return *files_[index]; }
 
@@ -26,6 +33,12 @@ public:
         files_[tensor.file]->read_in_region(offset, length, dst, tensor.offset, tensor.offset + tensor.nbytes);
     }
 
+    // The same for bytes of a file the tree shows whole (a side file, a file of source/): a remote file may read
+    // ahead anywhere in it.
+    void read_of_file(std::uint32_t file, std::uint64_t offset, std::size_t length, void* dst) const {
+        files_[file]->read_in_region(offset, length, dst, 0, files_[file]->size());
+    }
+
     // SourceObject::mapped and forget_mapped of file `file`.
     const char* mapped(std::uint32_t file, std::uint64_t offset, std::size_t length) const {
         return files_[file]->mapped(offset, length);
@@ -35,7 +48,9 @@ public:
     }
 
 private:
-    std::vector<const SourceObject*> files_;  // owned by the catalog
+    std::vector<const SourceObject*> files_;  // owned by the catalog and the folder
+    std::uint32_t first_side_file_ = 0;
+    std::uint32_t first_source_file_ = 0;
 };
 
 }  // namespace tensorfs

@@ -72,6 +72,10 @@ public:
     // be listed (a plain web server has no listing).
     virtual std::vector<std::string> list() const = 0;
 
+    // Every regular file under this folder, its subfolders' too: '/'-separated paths relative to it, sorted. Throws
+    // InvalidSource when the folder cannot be listed, as list() does.
+    virtual std::vector<std::string> list_all() const = 0;
+
     // How many files are best opened and read at once: headers of many shards are read in parallel, and a remote
     // store hides its latency with more requests in flight than a local disk has cores to parse with.
     virtual unsigned parallel_reads() const = 0;
@@ -81,6 +85,12 @@ public:
 
     // open_if_exists, with a missing file refused as missing() says.
     std::shared_ptr<const SourceObject> open(const std::string& relative) const;
+};
+
+// What a SOURCE names: a folder, or one file in it.
+struct ResolvedSource {
+    std::unique_ptr<SourceFolder> folder;
+    std::string file;  // empty: the folder itself
 };
 
 }  // namespace tensorfs

@@ -110,6 +110,7 @@ private:
 
 struct Stats {
     FileKindCounters raw, dequant_f32, dequant_npy, dequant_bf16, dequant_f16, model_safetensors, json;
+    FileKindCounters source_files;  // side files and the files of source/
     // A wait is a read that found its chunk being decoded by another thread and took that decode (also a hit).
     Counter cache_hits, cache_misses, cache_waits, cache_evictions, cache_decoded_ahead;
     Counter bytes_decoded, decode_nanoseconds;   // bytes of float32 decoded (also for the 16-bit views)
@@ -123,8 +124,8 @@ struct Stats {
     std::string decode_kernels;            // the kernel path in use ("avx512", "avx2", "portable")
     std::shared_ptr<RemoteCounters> remote = std::make_shared<RemoteCounters>();
     FuseRequestCounters requests;
-    // Time from a read request's arrival to its reply, by what was read: raw, the dequant views (16-bit ones too),
-    // the JSON files, model.safetensors.
+    // Time from a read request's arrival to its reply, by what was read: raw (and the side files and source/, which
+    // are source bytes too), the dequant views (16-bit ones too), the JSON files, model.safetensors.
     LatencyHistogram raw_read_latency, dequant_read_latency, meta_read_latency, model_read_latency;
     // Where the mount is, as every metric's `mountpoint` label says (none when empty): node_exporter merges the
     // files of several mounts into one set of series.

@@ -125,7 +125,8 @@ std::string render(const Stats& stats, bool widest) {
         {"dequant.bf16", &stats.dequant_bf16},
         {"dequant.f16", &stats.dequant_f16},
         {"model.safetensors", &stats.model_safetensors},
-        {"json", &stats.json}};
+        {"json", &stats.json},
+        {"source_files", &stats.source_files}};
     out.family("reads_total", "counter", "Read requests answered, by the file read.");
     for (const auto& [file, counters] : files) out.count("reads_total", label("file", file), counters->reads.get());
     out.family("read_bytes_total", "counter", "Bytes answered to read requests, by the file read.");

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "tensorfs/source_options.hpp"
+
 namespace tensorfs::cli {
 
 using Arguments = std::vector<std::string>;
@@ -17,6 +19,9 @@ int info_command(const Arguments& args);
 int cat_command(const Arguments& args);
 int convert_command(const Arguments& args);
 int stats_command(const Arguments& args);
+
+// `ls --files`: the side files and source/ files a mount of SOURCE shows (`json`: as a JSON document).
+int ls_files(const std::string& source, const SourceOptions& options, bool json);
 
 // Prints the one line `tensorfs: MESSAGE; try 'tensorfs --help'`; returns 1.
 int usage_error(const std::string& message);

@@ -1,4 +1,5 @@
-// `tensorfs ls SOURCE [--json]`: the tensors of a model, one per line, or their meta.json documents.
+// `tensorfs ls SOURCE [--json]`: the tensors of a model, one per line, or their meta.json documents. With --files:
+// the side files and source/ instead (ls_files_command.cpp).
 #include <cstdio>
 
 #include "arguments.hpp"
@@ -10,11 +11,12 @@
 namespace tensorfs::cli {
 
 int ls_command(const Arguments& args) {
-    const SplitArguments split = split_arguments(args, {"--json"}, kSourceFlags);
+    const SplitArguments split = split_arguments(args, {"--json", "--files"}, kSourceFlags);
     if (!split.error.empty()) return usage_error(split.error);
     SourceOptions options;
     if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
     if (split.positional.size() != 1) return usage_error("ls needs SOURCE");
+    if (split.has("--files")) return ls_files(split.positional[0], options, split.has("--json"));
     const LoadedSource source(split.positional[0], options);
     const Catalog& catalog = source.catalog;
 

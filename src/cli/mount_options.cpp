@@ -60,6 +60,9 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
             const auto threads = parse_threads(option.substr(8));
             if (!threads) return "bad threads '" + std::string(option.substr(8)) + "' (1 to 1024)";
             options.threads = *threads;
+        } else if (option.starts_with("model=")) {
+            if (option.size() == 6) return "model= needs a path in the folder (e.g. model=model-Q4_K_M.gguf)";
+            options.model = std::string(option.substr(6));
         } else if (option.starts_with("cache_dir=")) {
             if (option.size() == 10) return "cache_dir= needs a folder";
             options.source_options.cache_dir = std::string(option.substr(10));

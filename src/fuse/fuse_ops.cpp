@@ -59,7 +59,7 @@ struct stat attributes_of(const Filesystem& fs, Node node) {
     }
     st.st_uid = fs.uid;
     st.st_gid = fs.gid;
-    st.st_atim = st.st_mtim = st.st_ctim = fs.mtime;
+    st.st_atim = st.st_mtim = st.st_ctim = fs.content.modified(node).value_or(fs.mtime);
     return st;
 }
 
@@ -118,7 +118,13 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
         // No entry is longer than statfs's f_namemax; a longer name is too long, as on any filesystem.
         if (std::strlen(name) > kMaxDirectoryName) return (void)fuse_reply_err(req, ENAMETOOLONG);
         const auto node = fs.tree.lookup(*dir, name);
-        if (!node) return (void)fuse_reply_err(req, ENOENT);
+        if (!node) {
+            // The tree never changes: the kernel may remember that the name is not there (a negative entry, inode 0),
+            // so that a second glob of */meta.json asks nothing of source/ either.
+            fuse_entry_param none{};
+            none.entry_timeout = kCacheSeconds;
+            return count_reply(fs, fuse_reply_entry(req, &none));
+        }
         const fuse_entry_param entry = entry_of(fs, *node);
         count_reply(fs, fuse_reply_entry(req, &entry));
     });
@@ -182,7 +188,9 @@ void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info*) {
 // The histogram a read of `kind` is counted in; nullptr for the live counters' own files.
 LatencyHistogram* read_latency_of(Stats& stats, NodeKind kind) {
     switch (kind) {
-        case NodeKind::Raw: return &stats.raw_read_latency;
+        case NodeKind::Raw:
+        case NodeKind::SideFile:
+        case NodeKind::SourceFile: return &stats.raw_read_latency;
         case NodeKind::ModelJson:
         case NodeKind::MetaJson: return &stats.meta_read_latency;
         case NodeKind::ModelSafetensors: return &stats.model_read_latency;

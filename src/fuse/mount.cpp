@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <limits>
 #include <memory>
 #include <thread>
@@ -78,22 +80,59 @@ int serve(fuse_session* session, Filesystem& filesystem, const MountOptions& opt
     return result;  // the workers answer what is queued and stop before the session goes
 }
 
+// Every shard and every file of source/ stays open for the life of the mount: a folder of a few thousand files
+// needs more descriptors than the usual soft limit of 1024. The hard limit is the user's to give.
+void raise_open_files_limit() {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+}
+
+// The one line a folder of several models gets at mount (model.json says the rest).
+void tell_several_models(const std::string& source, const ModelFolder& folder) {
+    std::string paths;
+    for (const auto& model : folder.models) paths += (paths.empty() ? "" : ", ") + model.path;
+    std::fprintf(stderr,
+                 "tensorfs: %s: holds %zu models (%s), so the mount shows no tensors and no model.safetensors; "
+                 "mount one with -o model=PATH or by naming its file\n",
+                 source.c_str(), folder.models.size(), paths.c_str());
+}
+
+// What the tree shows as the time of its own nodes: the (first) model file's mtime, else the first source file's.
+timespec mount_time(const Catalog& catalog, const ModelFolder& folder) {
+    if (!catalog.files.empty()) return catalog.files.front().object->modified();
+    if (!folder.source_files.empty()) return folder.source_files.front().object->modified();
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    return now;
+}
+
 }  // namespace
 
 int run_mount(const MountOptions& options) {
     // First: the remote layer counts into it from the moment the source is opened.
     Stats stats;
     std::unique_ptr<Catalog> catalog;
+    std::unique_ptr<ModelFolder> folder;
     std::unique_ptr<ModelExport> model_export;
     std::unique_ptr<Tree> tree;
     std::unique_ptr<SourceFiles> files;
     try {
         SourceOptions source_options = options.source_options;
         source_options.counters = stats.remote;
-        catalog = std::make_unique<Catalog>(open_catalog(options.source, source_options));
-        model_export = std::make_unique<ModelExport>(*catalog, options.export_dtype);
-        tree = std::make_unique<Tree>(*catalog, model_export->available());
-        files = std::make_unique<SourceFiles>(*catalog);
+        raise_open_files_limit();
+        OpenedSource opened = open_source(options.source, options.model, source_options);
+        folder = std::make_unique<ModelFolder>(std::move(opened.folder));
+        if (opened.catalog) {
+            catalog = std::make_unique<Catalog>(std::move(*opened.catalog));
+            model_export = std::make_unique<ModelExport>(*catalog, options.export_dtype);
+        } else {
+            catalog = std::make_unique<Catalog>();  // several models: no tensors, no model.safetensors
+            tell_several_models(shown_source(options.source), *folder);
+        }
+        tree = std::make_unique<Tree>(*catalog, model_export && model_export->available(), folder.get());
+        files = std::make_unique<SourceFiles>(*catalog, folder.get());
     } catch (const InvalidSource& invalid) {
         for (const auto& problem : invalid.problems()) std::fprintf(stderr, "%s\n", problem.line().c_str());
         return 1;
@@ -106,7 +145,8 @@ int run_mount(const MountOptions& options) {
 
     std::uint64_t total_bytes = 0;
     for (const auto& tensor : catalog->tensors) total_bytes += tensor.nbytes;
-    Filesystem filesystem{*tree, content, *files, total_bytes, files->file(0).modified(), ::getuid(), ::getgid()};
+    for (const auto& file : folder->source_files) total_bytes += file.object->size();
+    Filesystem filesystem{*tree, content, *files, total_bytes, mount_time(*catalog, *folder), ::getuid(), ::getgid()};
 
     FuseArgs args;
     args.strings = {"tensorfs", "-o", fixed_fuse_options(shown_source(options.source))};

@@ -116,6 +116,29 @@ std::vector<std::string> LocalFolder::list() const {
     return names;
 }
 
+std::vector<std::string> LocalFolder::list_all() const {
+    std::vector<std::string> paths;
+    std::error_code error;
+    const fs::path folder = path_.empty() ? fs::path(".") : path_;
+    // A subfolder that may not be read is left out, as `find` goes on past it; symlinked folders are not followed
+    // (no loops), symlinked files are files (a Hub cache's snapshot). A clone's .git is git's, not the model's: the
+    // Hub's listing of the same repo has none.
+    fs::recursive_directory_iterator walk(folder, fs::directory_options::skip_permission_denied, error);
+    for (; !error && walk != fs::recursive_directory_iterator(); walk.increment(error)) {
+        std::error_code entry_error;
+        if (walk->path().filename() == ".git" && walk->is_directory(entry_error)) {
+            walk.disable_recursion_pending();
+            continue;
+        }
+        if (walk->is_regular_file(entry_error)) {
+            paths.push_back(walk->path().lexically_relative(folder).generic_string());
+        }
+    }
+    if (error) refuse(folder.string(), "cannot list folder: " + error.message());
+    std::sort(paths.begin(), paths.end());
+    return paths;
+}
+
 unsigned LocalFolder::parallel_reads() const { return std::max(1u, std::thread::hardware_concurrency()); }
 
 }  // namespace tensorfs

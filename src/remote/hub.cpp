@@ -142,10 +142,15 @@ std::shared_ptr<const SourceObject> HubFolder::open_if_exists(const std::string&
     return RemoteObject::open(context_, name_of(relative), url_of(relative));
 }
 
-std::vector<std::string> HubFolder::list() const {
+std::vector<std::string> HubFolder::list() const { return listing(false); }
+
+std::vector<std::string> HubFolder::list_all() const { return listing(true); }
+
+std::vector<std::string> HubFolder::listing(bool recursive) const {
     std::string url = endpoint_ + "/api/models/" + percent_encode(address_.repo, "/") + "/tree/" +
                       percent_encode(address_.revision) +
-                      (address_.path.empty() ? "" : "/" + percent_encode(address_.path, "/"));
+                      (address_.path.empty() ? "" : "/" + percent_encode(address_.path, "/")) +
+                      (recursive ? "?recursive=true" : "");
     std::vector<std::string> names;
     for (int page = 0; !url.empty(); ++page) {
         if (page == kMaxListingPages) refuse(name(), "the Hub's listing has more than " + std::to_string(page) + " pages");
@@ -174,8 +179,9 @@ std::vector<std::string> HubFolder::list() const {
             const auto path = entry.find("path");
             if (path == entry.end() || !path->is_string()) continue;
             const std::string& text = path->get_ref<const std::string&>();
-            // Only the files directly in this folder, as a local folder's listing gives them.
-            if (!text.starts_with(prefix) || text.find('/', prefix.size()) != std::string::npos) continue;
+            if (!text.starts_with(prefix) || text.size() == prefix.size()) continue;
+            // Without `recursive`, only the files directly in this folder, as a local folder's listing gives them.
+            if (!recursive && text.find('/', prefix.size()) != std::string::npos) continue;
             names.push_back(text.substr(prefix.size()));
         }
         const std::string next = next_page(response.link);

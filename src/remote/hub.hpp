@@ -1,7 +1,8 @@
 // The Hugging Face Hub's own addressing, as its client libraries use it:
 //   hf://ORG/REPO[@REVISION][/PATH]
 //   files     ENDPOINT/ORG/REPO/resolve/REVISION/PATH     (the Hub redirects to a CDN host that serves the bytes)
-//   listings  ENDPOINT/api/models/ORG/REPO/tree/REVISION[/PATH]   (JSON: [{"type", "path", "size"}, ...])
+//   listings  ENDPOINT/api/models/ORG/REPO/tree/REVISION[/PATH][?recursive=true]   (JSON: [{"type", "path",
+//             "size"}, ...], in pages linked by the Link header)
 // ENDPOINT is $HF_ENDPOINT, default https://huggingface.co. The token is $HF_TOKEN, else the file $HF_HOME/token
 // (default ~/.cache/huggingface/token), sent as a bearer token to ENDPOINT's origin only.
 #pragma once
@@ -38,10 +39,13 @@ public:
     std::string name_of(const std::string& relative) const override;
     std::shared_ptr<const SourceObject> open_if_exists(const std::string& relative) const override;
     std::vector<std::string> list() const override;
+    std::vector<std::string> list_all() const override;
     unsigned parallel_reads() const override;
     std::string missing(const std::string& relative) const override;
 
 private:
+    // The files of this folder (`recursive`: with its subfolders'), from the Hub's tree API, page after page.
+    std::vector<std::string> listing(bool recursive) const;
     std::string in_repo(const std::string& relative) const;
     std::string url_of(const std::string& relative) const;
 

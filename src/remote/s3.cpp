@@ -126,12 +126,14 @@ S3Endpoint::S3Endpoint(const std::string& bucket, const AwsSettings& settings) {
 
 std::string S3Endpoint::object_url(const std::string& key) const { return bucket_url_ + percent_encode(key, "/"); }
 
-std::string S3Endpoint::listing_url(const std::string& prefix, const std::string& continuation) const {
+std::string S3Endpoint::listing_url(const std::string& prefix, const std::string& continuation,
+                                    bool recursive) const {
     // Path style lists "/BUCKET", as AWS's SDKs do; a virtual host lists "/".
     std::string url = path_style_ ? bucket_url_.substr(0, bucket_url_.size() - 1) : bucket_url_;
     url += "?";
     if (!continuation.empty()) url += "continuation-token=" + percent_encode(continuation) + "&";
-    url += "delimiter=%2F&list-type=2&prefix=" + percent_encode(prefix);
+    if (!recursive) url += "delimiter=%2F&";
+    url += "list-type=2&prefix=" + percent_encode(prefix);
     return url;
 }
 
@@ -171,13 +173,17 @@ std::shared_ptr<const SourceObject> S3Folder::open_if_exists(const std::string& 
     return RemoteObject::open(context_, name_of(relative), endpoint_.object_url(prefix_ + relative));
 }
 
-std::vector<std::string> S3Folder::list() const {
+std::vector<std::string> S3Folder::list() const { return keys(false); }
+
+std::vector<std::string> S3Folder::list_all() const { return keys(true); }
+
+std::vector<std::string> S3Folder::keys(bool recursive) const {
     std::vector<std::string> names;
     std::string continuation;
     for (int page = 0;; ++page) {
         if (page == kMaxListingPages) refuse(name(), "the listing has more than " + std::to_string(page) + " pages");
         Request request;
-        request.url = endpoint_.listing_url(prefix_, continuation);
+        request.url = endpoint_.listing_url(prefix_, continuation, recursive);
         request.capacity = kMaxListingBytes;
         Response response;
         try {
@@ -195,9 +201,9 @@ std::vector<std::string> S3Folder::list() const {
         }
         for (const auto& key : listed.keys) {
             // The keys right in this folder, as a local folder's listing gives its files (not "PREFIX/" itself,
-            // which some tools create to show a folder).
-            if (!key.starts_with(prefix_) || key.size() == prefix_.size()) continue;
-            if (key.find('/', prefix_.size()) != std::string::npos) continue;
+            // nor any "PREFIX/SUB/", which some tools create to show a folder).
+            if (!key.starts_with(prefix_) || key.size() == prefix_.size() || key.ends_with('/')) continue;
+            if (!recursive && key.find('/', prefix_.size()) != std::string::npos) continue;
             names.push_back(key.substr(prefix_.size()));
         }
         if (listed.next_continuation.empty()) break;

@@ -16,8 +16,8 @@
 
 #include "aws_config.hpp"
 #include "remote_context.hpp"
-#include "tensorfs/remote_source.hpp"
 #include "tensorfs/source_object.hpp"
+#include "tensorfs/source_options.hpp"
 
 namespace tensorfs::remote {
 
@@ -38,9 +38,9 @@ public:
     S3Endpoint(const std::string& bucket, const AwsSettings& settings);
 
     std::string object_url(const std::string& key) const;
-    // One page of ListObjectsV2: the keys under `prefix` up to the next '/', from `continuation` on (empty: the
-    // first page).
-    std::string listing_url(const std::string& prefix, const std::string& continuation) const;
+    // One page of ListObjectsV2: the keys under `prefix` up to the next '/' (`recursive`: all of them), from
+    // `continuation` on (empty: the first page).
+    std::string listing_url(const std::string& prefix, const std::string& continuation, bool recursive = false) const;
     // "scheme://host:port" of every request, which is signed.
     const std::string& origin() const { return origin_; }
 
@@ -68,10 +68,14 @@ public:
     std::string name_of(const std::string& relative) const override;
     std::shared_ptr<const SourceObject> open_if_exists(const std::string& relative) const override;
     std::vector<std::string> list() const override;
+    std::vector<std::string> list_all() const override;
     unsigned parallel_reads() const override;
     std::string missing(const std::string& relative) const override;
 
 private:
+    // The keys under this folder's prefix, relative to it (`recursive`: in its subfolders too), page after page.
+    std::vector<std::string> keys(bool recursive) const;
+
     std::shared_ptr<RemoteContext> context_;
     S3Endpoint endpoint_;
     std::string bucket_;

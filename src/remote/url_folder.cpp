@@ -29,6 +29,8 @@ std::vector<std::string> UrlFolder::list() const {
     return {};
 }
 
+std::vector<std::string> UrlFolder::list_all() const { return list(); }
+
 unsigned UrlFolder::parallel_reads() const { return kRemoteParallelReads; }
 
 std::string UrlFolder::missing(const std::string&) const { return "not found on the server (HTTP 404)"; }

@@ -19,6 +19,7 @@ public:
     std::string name_of(const std::string& relative) const override;
     std::shared_ptr<const SourceObject> open_if_exists(const std::string& relative) const override;
     std::vector<std::string> list() const override;
+    std::vector<std::string> list_all() const override;
     unsigned parallel_reads() const override;
     std::string missing(const std::string& relative) const override;
 

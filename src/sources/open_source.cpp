@@ -7,7 +7,9 @@
 
 #include "format/formats.hpp"
 #include "tensorfs/errors.hpp"
+#include "model_candidates.hpp"
 #include "tensorfs/local_folder.hpp"
+#include "tensorfs/model_folder.hpp"
 #include "tensorfs/open_source.hpp"
 #include "tensorfs/remote_source.hpp"
 
@@ -27,23 +29,6 @@ bool ends_with(const std::string& text, std::string_view suffix) {
     throw InvalidSource({});  // unreachable: throw_if_any threw
 }
 
-// The names in `names` that end with `suffix`, in order.
-std::vector<std::string> ending_with(const std::vector<std::string>& names, std::string_view suffix) {
-    std::vector<std::string> found;
-    std::copy_if(names.begin(), names.end(), std::back_inserter(found),
-                 [&](const std::string& name) { return ends_with(name, suffix); });
-    return found;
-}
-
-// The PyTorch checkpoints among `names`: *.bin, *.pt, *.pth.
-std::vector<std::string> pytorch_checkpoints(const std::vector<std::string>& names) {
-    std::vector<std::string> found;
-    std::copy_if(names.begin(), names.end(), std::back_inserter(found), [](const std::string& name) {
-        return ends_with(name, ".bin") || ends_with(name, ".pt") || ends_with(name, ".pth");
-    });
-    return found;
-}
-
 ResolvedSource resolve_local(const std::string& source) {
     const fs::path path(source);
     std::error_code error;
@@ -54,9 +39,9 @@ ResolvedSource resolve_local(const std::string& source) {
     return {std::make_unique<LocalFolder>(path.parent_path()), path.filename().string()};
 }
 
-Catalog open_folder(const SourceFolder& folder) {
+// The folder rule, over `names`, the files directly in `folder`.
+Catalog open_folder(const SourceFolder& folder, const std::vector<std::string>& names) {
     const std::string name = folder.name();
-    const auto names = folder.list();
     const auto indexes = ending_with(names, ".safetensors.index.json");
     if (indexes.size() == 1) return open_safetensors_index(folder, indexes.front());
     if (indexes.size() > 1) {
@@ -99,11 +84,50 @@ Catalog open_file(const SourceFolder& folder, const std::string& file) {
            "*.bin.index.json or a folder");
 }
 
+// What `-o model=PATH` may name: a file inside the folder.
+void check_model_path(const std::string& source, const std::string& model) {
+    if (!is_plain_relative_path(model)) {
+        refuse(source, "model=" + model + " is not a path inside the folder (no leading '/', no '..')");
+    }
+}
+
+ResolvedSource resolve(const std::string& source, const SourceOptions& options) {
+    return is_remote_source(source) ? resolve_remote(source, options) : resolve_local(source);
+}
+
 }  // namespace
 
 Catalog open_catalog(const std::string& source, const SourceOptions& options) {
-    const ResolvedSource resolved = is_remote_source(source) ? resolve_remote(source, options) : resolve_local(source);
-    return resolved.file.empty() ? open_folder(*resolved.folder) : open_file(*resolved.folder, resolved.file);
+    const ResolvedSource resolved = resolve(source, options);
+    if (!resolved.file.empty()) return open_file(*resolved.folder, resolved.file);
+    return open_folder(*resolved.folder, resolved.folder->list());
+}
+
+OpenedSource open_source(const std::string& source, const std::string& model, const SourceOptions& options) {
+    const ResolvedSource resolved = resolve(source, options);
+    const SourceFolder& folder = *resolved.folder;
+    OpenedSource opened;
+    if (!resolved.file.empty()) {
+        if (!model.empty()) refuse(source, "names a file already: model=" + model + " is for a folder SOURCE");
+        opened.catalog = open_file(folder, resolved.file);
+        opened.folder = files_of_file(folder, resolved.file, *opened.catalog);
+        return opened;
+    }
+    if (!model.empty()) {
+        check_model_path(source, model);
+        opened.catalog = open_file(folder, model);
+    } else {
+        const auto names = folder.list();
+        auto models = models_in(names);
+        if (models.size() > 1) {
+            opened.folder = files_of_folder(folder, nullptr);
+            opened.folder.models = std::move(models);
+            return opened;
+        }
+        opened.catalog = open_folder(folder, names);
+    }
+    opened.folder = files_of_folder(folder, &*opened.catalog);
+    return opened;
 }
 
 }  // namespace tensorfs

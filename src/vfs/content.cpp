@@ -86,7 +86,20 @@ std::string Content::npy_header(std::uint32_t tensor) const {
     return described.type->has_dequant() ? npy_header_f32(described.shape) : std::string();
 }
 
+std::optional<std::uint32_t> Content::whole_file_of(Node node) const {
+    if (node.kind == NodeKind::SideFile) return files_.side_file(node.tensor);
+    if (node.kind == NodeKind::SourceFile) return files_.source_file(node.tensor);
+    return std::nullopt;
+}
+
+std::optional<timespec> Content::modified(Node node) const {
+    const auto file = whole_file_of(node);
+    if (!file) return std::nullopt;
+    return files_.file(*file).modified();
+}
+
 std::uint64_t Content::size(Node node) const {
+    if (const auto file = whole_file_of(node)) return files_.file(*file).size();
     switch (node.kind) {
         case NodeKind::ModelJson: return model_json_.size();
         case NodeKind::ModelSafetensors: return model_export_ ? model_export_->size() : 0;
@@ -102,7 +115,7 @@ std::uint64_t Content::size(Node node) const {
 }
 
 bool Content::serves_raw(Node node) const {
-    if (node.kind == NodeKind::Raw) return true;
+    if (node.kind == NodeKind::Raw || whole_file_of(node)) return true;
     const auto view = view_of(node.kind);
     return view && raw_views_[node.tensor] == view;
 }
@@ -115,6 +128,8 @@ FileKindCounters* Content::counters_of(NodeKind kind) const {
         case NodeKind::DequantBf16: return &stats_.dequant_bf16;
         case NodeKind::DequantF16: return &stats_.dequant_f16;
         case NodeKind::ModelSafetensors: return &stats_.model_safetensors;
+        case NodeKind::SideFile:
+        case NodeKind::SourceFile: return &stats_.source_files;
         case NodeKind::ModelJson:
         case NodeKind::MetaJson:
         case NodeKind::StatsJson:
@@ -124,6 +139,11 @@ FileKindCounters* Content::counters_of(NodeKind kind) const {
 }
 
 std::optional<Content::FileSlice> Content::source_range(Node node, std::uint64_t offset, std::size_t length) const {
+    if (const auto file = whole_file_of(node)) {
+        const std::uint64_t size = files_.file(*file).size();
+        const std::size_t count = offset >= size ? 0 : std::min<std::uint64_t>(length, size - offset);
+        return FileSlice{nullptr, *file, offset, count};
+    }
     if (!serves_raw(node)) return std::nullopt;
     const Tensor& tensor = catalog_.tensors[node.tensor];
     const std::size_t count = offset >= tensor.nbytes ? 0 : std::min<std::uint64_t>(length, tensor.nbytes - offset);

@@ -25,6 +25,22 @@ nlohmann::ordered_json tensor_meta(const Catalog& catalog, std::uint32_t index) 
     return meta;
 }
 
+namespace {
+
+// A folder of several models: no format of its own, the candidates, and how to mount one of them.
+void add_models(nlohmann::ordered_json& model, const std::vector<ModelCandidate>& models) {
+    model["format"] = nullptr;
+    auto& listed = model["models"] = nlohmann::ordered_json::array();
+    for (const auto& candidate : models) {
+        listed.push_back({{"path", candidate.path}, {"format", candidate.format}, {"files", candidate.files}});
+    }
+    model["pick"] = "this folder holds several models, so no tensors and no model.safetensors are shown: mount one "
+                    "of them by naming its file as SOURCE (SOURCE/PATH), or with -o model=PATH (PATH relative to "
+                    "the folder)";
+}
+
+}  // namespace
+
 nlohmann::ordered_json model_meta(const Catalog& catalog, const Tree& tree, const ModelExport* model_export) {
     nlohmann::ordered_json model;
     model["format"] = catalog.format;
@@ -42,6 +58,7 @@ nlohmann::ordered_json model_meta(const Catalog& catalog, const Tree& tree, cons
         if (directory != catalog.tensors[i].name) renamed[catalog.tensors[i].name] = std::string(directory);
     }
     if (model_export != nullptr) model["export"] = model_export->summary(catalog);
+    if (tree.folder() != nullptr && !tree.folder()->models.empty()) add_models(model, tree.folder()->models);
     return model;
 }
 

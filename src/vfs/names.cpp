@@ -9,7 +9,7 @@ namespace {
 
 // Names of the root's own entries; a tensor may not take them. (".tensorfs" starts with a dot, so the
 // leading-dot rule already keeps it free.)
-constexpr std::array<std::string_view, 2> kReservedRootNames{"model.json", "model.safetensors"};
+constexpr std::array<std::string_view, 3> kReservedRootNames{"model.json", "model.safetensors", "source"};
 
 void append_escaped(std::string& out, unsigned char byte) {
     static constexpr char kHex[] = "0123456789ABCDEF";
@@ -34,9 +34,12 @@ std::string_view cut_at_character(std::string_view name, std::size_t limit) {
     return name.substr(0, end);
 }
 
-bool is_reserved(std::string_view tensor_name) {
+bool is_reserved(std::string_view tensor_name, std::span<const std::string_view> also_reserved) {
     for (const auto root_name : kReservedRootNames) {
         if (tensor_name == root_name) return true;
+    }
+    for (const auto side_name : also_reserved) {
+        if (tensor_name == side_name) return true;
     }
     return false;
 }
@@ -48,19 +51,19 @@ bool must_escape(unsigned char byte, std::size_t i, bool reserved) {
 
 }  // namespace
 
-bool is_own_directory_name(std::string_view tensor_name) {
+bool is_own_directory_name(std::string_view tensor_name, std::span<const std::string_view> also_reserved) {
     if (tensor_name.empty() || tensor_name.size() > kMaxDirectoryName) return false;
-    const bool reserved = is_reserved(tensor_name);
+    const bool reserved = is_reserved(tensor_name, also_reserved);
     for (std::size_t i = 0; i < tensor_name.size(); ++i) {
         if (must_escape(static_cast<unsigned char>(tensor_name[i]), i, reserved)) return false;
     }
     return true;
 }
 
-std::string directory_name_for(std::string_view tensor_name) {
+std::string directory_name_for(std::string_view tensor_name, std::span<const std::string_view> also_reserved) {
     std::string out;
     out.reserve(tensor_name.size());
-    const bool reserved = is_reserved(tensor_name);
+    const bool reserved = is_reserved(tensor_name, also_reserved);
     for (std::size_t i = 0; i < tensor_name.size(); ++i) {
         const auto byte = static_cast<unsigned char>(tensor_name[i]);
         if (must_escape(byte, i, reserved)) {

@@ -65,10 +65,26 @@ def make_certificates(folder):
     return tuple(os.path.join(folder, name) for name in ("ca.pem", "server.pem", "server.key"))
 
 
+def recursive_listing(data, relative):
+    """The Hub's listing of folder `relative` of `data` with `recursive`: every file and folder under it, with
+    paths from the repository's root, in os.walk's order."""
+    entries = []
+    for folder, subfolders, names in os.walk(os.path.join(data, relative)):
+        inner = os.path.relpath(folder, data)
+        inner = "" if inner == "." else inner
+        for name in sorted(subfolders):
+            entries.append({"type": "directory", "oid": "0" * 40, "size": 0, "path": os.path.join(inner, name)})
+        for name in sorted(names):
+            entries.append({"type": "file", "oid": "0" * 40, "size": os.path.getsize(os.path.join(folder, name)),
+                            "path": os.path.join(inner, name)})
+    return entries
+
+
 def hub_layout(root, data):
     """The files of `data` under `root/files/ORG/REPO/REV/` (symlinks) and the Hub's tree listings of every folder
-    under `root/api/models/ORG/REPO/tree/REV[/PATH]/tree.json`; and test-org/paged, the files of
-    safetensors/sharded with their listing in two pages (`root/paged/page1.json`, `page2.json`)."""
+    under `root/api/models/ORG/REPO/tree/REV[/PATH]/tree.json`, and the same with `recursive` in two pages
+    (`recursive1.json`, `recursive2.json`); and test-org/paged, the files of safetensors/sharded with their listing
+    in two pages (`root/paged/page1.json`, `page2.json`)."""
     files = os.path.join(root, "files", HUB_REPO, HUB_REVISION)
     listings = os.path.join(root, "api", "models", HUB_REPO, "tree", HUB_REVISION)
     for folder, subfolders, names in os.walk(data):
@@ -87,6 +103,10 @@ def hub_layout(root, data):
                             "path": os.path.join(relative, name) if relative else name})
         with open(os.path.join(listings, relative, "tree.json"), "w") as f:
             json.dump(entries, f)
+        every = recursive_listing(data, relative)
+        for page, part in (("recursive1.json", every[:len(every) // 2]), ("recursive2.json", every[len(every) // 2:])):
+            with open(os.path.join(listings, relative, page), "w") as f:
+                json.dump(part, f)
         if relative == os.path.join("safetensors", "sharded"):
             paged = os.path.join(root, "files", "test-org", "paged")
             os.makedirs(os.path.join(root, "paged"), exist_ok=True)
@@ -155,6 +175,16 @@ http {{
         root {hub};
         location /api/models/ {{
             default_type application/json;
+            # ?recursive=true: every file under the folder, in two pages linked by the Link header, as the Hub
+            # pages long listings.
+            set $listing $uri;
+            if ($arg_cursor) {{
+                rewrite ^(.*)$ $1/recursive2.json break;
+            }}
+            if ($arg_recursive) {{
+                add_header Link '<http://127.0.0.1:{self.hub}$listing?recursive=true&cursor=2>; rel="next"';
+                rewrite ^(.*)$ $1/recursive1.json break;
+            }}
             try_files $uri/tree.json =404;
         }}
         # A repository whose listing comes in two pages, as the Hub pages long listings (Link: <next>; rel="next").

@@ -10,6 +10,9 @@ import numpy as np
 BIN = os.environ["TENSORFS_BIN"]
 DATA = os.environ["TENSORFS_TEST_DATA"]
 VECTORS = os.path.join(DATA, "vectors")
+# The side files a mount looks for next to a SOURCE that names one file (one request each for a remote SOURCE).
+PROBED_SIDE_FILES = ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                     "special_tokens_map.json", "tokenizer.model", "vocab.json", "merges.txt", "chat_template.jinja"]
 
 
 def manifest():
@@ -91,6 +94,7 @@ class Mount:
 
     def __enter__(self):
         result = run("mount", self.source, self.path, *self.options, env=self.env)
+        self.stderr = result.stderr  # what the mount said (a folder of several models says so)
         if result.returncode != 0:
             os.rmdir(self.path)
             os.rmdir(self.tmp)

@@ -10,13 +10,13 @@ import unittest
 
 from tensorfs_mount import Mount, run
 
-RESERVED_ROOT_NAMES = (b"model.json", b"model.safetensors")
+RESERVED_ROOT_NAMES = (b"model.json", b"model.safetensors", b"source")
 TENSOR_FILES = ["dequant.bf16", "dequant.f16", "dequant.f32", "dequant.npy", "meta.json", "raw"]
 LONG_UTF8 = "é" * 200  # 400 bytes of two-byte characters: the cut must not split one
 HOSTILE_NAMES = [
     "plain.weight", "a/b", "/abs", "a/../../b", "../escape", "..", ".", "x\0y", "\0", ".hidden", ".tensorfs",
     "model.json", "model.safetensors", "model.safetensors.x", "%2F", "%", "100%", "n" * 300, "/" * 300, LONG_UTF8,
-    "raw", "meta.json",
+    "raw", "meta.json", "source",
 ]
 
 
@@ -88,7 +88,7 @@ class HostileNames(unittest.TestCase):
 
     def test_root_holds_exactly_the_tree(self):
         root = sorted(os.listdir(self.mount.path))
-        self.assertEqual(root, sorted(["model.json", "model.safetensors", ".tensorfs"] +
+        self.assertEqual(root, sorted(["model.json", "model.safetensors", ".tensorfs", "source"] +
                                       [self.directory_of(n) for n in HOSTILE_NAMES]))
         for entry in root:
             self.assertNotIn("/", entry)
@@ -97,6 +97,8 @@ class HostileNames(unittest.TestCase):
         self.assertEqual(os.path.getsize(os.path.join(self.mount.path, "model.safetensors")),
                          self.model["export"]["size"])
         self.assertEqual(self.directory_of("model.safetensors"), "%6Dodel.safetensors")
+        self.assertEqual(self.directory_of("source"), "%73ource")
+        self.assertTrue(os.path.isdir(os.path.join(self.mount.path, "source")))
         self.assertEqual(sorted(os.listdir(os.path.join(self.mount.path, ".tensorfs"))), ["metrics", "stats.json"])
 
     def test_every_tensor_is_reachable_with_its_bytes_and_name(self):

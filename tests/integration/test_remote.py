@@ -21,11 +21,14 @@ import numpy as np
 
 import remote_servers
 from remote_servers import FaultProxy, Nginx, requests_in
-from tensorfs_mount import BIN, Mount, daemon_pids, is_mounted, mount_stats, read_file, run, wait_until
+from tensorfs_mount import (BIN, PROBED_SIDE_FILES, Mount, daemon_pids, is_mounted, mount_stats, read_file, run,
+                            wait_until)
 
 MIB = 1 << 20
 BLOCK = 8 * MIB  # the remote layer's block (src/remote/remote_object.hpp)
 HEAD = 64 << 10  # asked for when a file is opened
+# What a mount of big.safetensors asks for: its first bytes, and each side file probed next to it (none there).
+MOUNT_REQUESTS = 1 + len(PROBED_SIDE_FILES)
 
 
 def write_safetensors(path, tensors):
@@ -131,8 +134,12 @@ class FetchOnlyWhatIsRead(RemoteModel):
     def test_mount_fetches_the_header_only(self):
         mark = self.log_mark()
         m = self.mount()
-        self.assertEqual(ranges_of(self.requests_since(mark, at_least=1)), [(0, HEAD - 1)])
-        self.assertEqual(stats_of(m)["requests"], 1)
+        requests = self.requests_since(mark, at_least=MOUNT_REQUESTS)
+        self.assertEqual(ranges_of(r for r in requests if r[1] == "/big.safetensors"), [(0, HEAD - 1)])
+        probes = [r for r in requests if r[1] != "/big.safetensors"]
+        self.assertEqual(sorted(r[1] for r in probes), sorted("/" + name for name in PROBED_SIDE_FILES))
+        self.assertTrue(all(r[2] == 404 for r in probes), probes)
+        self.assertEqual(stats_of(m)["requests"], MOUNT_REQUESTS)
         self.assertEqual(stats_of(m)["bytes_fetched"], HEAD)
 
     def test_reading_one_tensor_fetches_it_and_at_most_a_block_on_each_side(self):
@@ -146,7 +153,8 @@ class FetchOnlyWhatIsRead(RemoteModel):
                 else:
                     self.assertTrue(np.array_equal(np.frombuffer(data, "<f4"), self.values[name]))
                 offset, size = self.spans[name]
-                requests = self.requests_since(mark, at_least=stats_of(m)["requests"] - 1)  # the header's is older
+                # The mount's own are older.
+                requests = self.requests_since(mark, at_least=stats_of(m)["requests"] - MOUNT_REQUESTS)
                 fetched = sum(r[3] for r in requests)
                 self.assertGreaterEqual(fetched, size)
                 self.assertLessEqual(fetched, size + 2 * BLOCK)
@@ -159,7 +167,7 @@ class FetchOnlyWhatIsRead(RemoteModel):
                                     len(self.bytes))
                 self.assertEqual({r[5] for r in requests}, {etag})
                 stats = stats_of(m)
-                self.assertEqual(stats["requests"], 1 + len(requests))
+                self.assertEqual(stats["requests"], MOUNT_REQUESTS + len(requests))
                 self.assertEqual(stats["bytes_fetched"], HEAD + fetched)
                 self.assertEqual(stats["retries"], 0)
 
@@ -169,7 +177,7 @@ class FetchOnlyWhatIsRead(RemoteModel):
         mark = self.log_mark()
         with open(m.tensor("b", "raw"), "rb") as f:
             self.assertEqual(f.read(4096), self.raw_of("b")[:4096])
-        fetched = sum(r[3] for r in self.requests_since(mark, at_least=stats_of(m)["requests"] - 1))
+        fetched = sum(r[3] for r in self.requests_since(mark, at_least=stats_of(m)["requests"] - MOUNT_REQUESTS))
         self.assertLessEqual(fetched, 2 * BLOCK)
 
 
@@ -181,9 +189,10 @@ class DiskCache(RemoteModel):
         mark = self.log_mark()
         m = self.mount()
         self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
-        self.assertEqual(ranges_of(self.requests_since(mark, at_least=1)), [(0, HEAD - 1)])  # the mount's own
+        requests = self.requests_since(mark, at_least=MOUNT_REQUESTS)
+        self.assertEqual(ranges_of(r for r in requests if r[1] == "/big.safetensors"), [(0, HEAD - 1)])  # the mount's
         stats = stats_of(m)
-        self.assertEqual(stats["requests"], 1)
+        self.assertEqual(stats["requests"], MOUNT_REQUESTS)
         self.assertGreaterEqual(stats["disk_cache_hits"], 40 * MIB // BLOCK)
         self.assertEqual(stats["disk_cache_misses"], 0)
 
@@ -386,7 +395,7 @@ class HubCredentials(unittest.TestCase):
         source = remote_servers.HUB.source("gguf/tiny-llama-Q4_K_M.gguf")
         with Mount(source, "--cache-dir", tempfile.mkdtemp(dir=env["XDG_CACHE_HOME"]), env=env) as m:
             for name in os.listdir(m.path):
-                if os.path.isdir(os.path.join(m.path, name)) and not name.startswith("."):
+                if os.path.isdir(os.path.join(m.path, name)) and not name.startswith(".") and name != "source":
                     read_file(os.path.join(m.path, name, "raw"))
         # nginx writes a request's line after its last byte: the lines can come after the reads have ended.
         self.assertTrue(wait_until(lambda: len(self.nginx.log_lines("hub.log")) > hub_mark

@@ -18,7 +18,7 @@ import s3_servers
 from remote_servers import FaultProxy
 from s3_servers import ACCOUNT, BUCKET, PUBLIC_BUCKET, TEMPORARY
 from tensorfs_mount import VECTORS, Mount, daemon_pids, manifest, run, same_floats, wait_until
-from test_remote import BLOCK, HEAD, make_model, read_file, stats_of, write_safetensors
+from test_remote import BLOCK, HEAD, MOUNT_REQUESTS, make_model, read_file, stats_of, write_safetensors
 
 SHARDED = "safetensors/sharded"
 SECRETS = (ACCOUNT["secret_key"], TEMPORARY["secret_key"], TEMPORARY["session_token"])
@@ -27,7 +27,8 @@ SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Co
 
 
 def tensor_names(mountpoint):
-    return sorted(n for n in os.listdir(mountpoint) if n not in ("model.json", "model.safetensors", ".tensorfs"))
+    own = ("model.json", "model.safetensors", ".tensorfs", "source")
+    return sorted(n for n in os.listdir(mountpoint) if n not in own)
 
 
 class S3Test(unittest.TestCase):
@@ -179,9 +180,15 @@ class IndexesAndPrefixes(S3Test):
         with open(m.tensor("t1234", "raw"), "rb") as f:
             self.assertEqual(np.frombuffer(f.read(), "<f4").tolist(), [1234.0, 1234.0])
         listings = [r for r in self.requests_since(mark) if "list-type=2" in r["query"]]
-        self.assertEqual(len(listings), 2, listings)
-        self.assertIn("continuation-token=", listings[1]["query"])
+        # The folder rule's listing (with a delimiter), then source/'s (every key under the prefix): two pages each.
+        folder = [r for r in listings if "delimiter=" in r["query"]]
+        every = [r for r in listings if "delimiter=" not in r["query"]]
+        self.assertEqual((len(folder), len(every)), (2, 2), listings)
+        self.assertIn("continuation-token=", folder[1]["query"])
+        self.assertIn("continuation-token=", every[1]["query"])
         self.assertTrue(all(r["status"] == 200 for r in listings))
+        self.assertEqual(len(os.listdir(os.path.join(m.path, "source"))), 1500 + 1)  # and sub/
+        self.assertEqual(os.listdir(os.path.join(m.path, "source", "sub")), ["deeper.safetensors"])
 
 
 class Credentials(S3Test):
@@ -368,7 +375,8 @@ class SharedRemoteLayer(S3Model):
             m.__exit__(None, None, None)
         # The daemon writes the blocks it still holds to the disk cache before it ends.
         self.assertTrue(wait_until(lambda: not daemon_pids(m.path)), "the daemon outlived its mount")
-        requests = self.requests_since(mark)
+        # The requests for the model's object; the others are the side files the mount probed (none there).
+        requests = [r for r in self.requests_since(mark) if r["path"].endswith("/big.safetensors")]
         self.assertEqual(requests[0]["range"], f"bytes=0-{HEAD - 1}")
         offset, size = self.spans["b"]
         fetched = sum(r["bytes"] for r in requests[1:])
@@ -382,7 +390,9 @@ class SharedRemoteLayer(S3Model):
         mark = self.log_mark()
         m = self.mount(self.source)
         self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
-        self.assertEqual(len(self.requests_since(mark)), 1)  # the mount's own
+        requests = self.requests_since(mark)
+        self.assertEqual(len([r for r in requests if r["path"].endswith("/big.safetensors")]), 1)  # the mount's own
+        self.assertEqual(len(requests), MOUNT_REQUESTS)
         self.assertEqual(stats_of(m)["disk_cache_misses"], 0)
 
 

@@ -280,6 +280,8 @@ BOOST_AUTO_TEST_CASE(urls_on_aws_and_on_a_custom_endpoint) {
     // Parameters sorted by name and every byte but the unreserved ones encoded: SigV4's canonical query.
     BOOST_TEST(custom.listing_url("m n/", "a+b/c=") ==
                "http://127.0.0.1:9000/my-bucket?continuation-token=a%2Bb%2Fc%3D&delimiter=%2F&list-type=2&prefix=m%20n%2F");
+    // Every key under the prefix (source/): no delimiter.
+    BOOST_TEST(custom.listing_url("m/", "t", true) == "http://127.0.0.1:9000/my-bucket?continuation-token=t&list-type=2&prefix=m%2F");
     BOOST_TEST(custom.origin() == "http://127.0.0.1:9000");
 
     settings.endpoint = "ftp://host";

@@ -1,0 +1,65 @@
+// What a mount shows besides the tensors, so that its root is a model folder that frameworks load: the side files
+// (config.json, the tokenizer files, README.md...) at the root, and the source's own files in source/. And, for a
+// folder that holds several models, the candidates to pick one from.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensorfs/catalog.hpp"
+#include "tensorfs/source_object.hpp"
+#include "tensorfs/source_options.hpp"
+
+namespace tensorfs {
+
+struct FolderFile {
+    std::string path;  // '/'-separated, relative to the source's folder; a side file's is its bare name
+    std::shared_ptr<const SourceObject> object;  // opened at mount: its size and mtime are the tree's
+};
+
+// One model of a folder that holds several: `path` is what SOURCE/PATH or `-o model=PATH` names to mount it.
+struct ModelCandidate {
+    std::string path;
+    std::string format;               // "safetensors", "pytorch" or "gguf"
+    std::vector<std::string> files;   // the files it is made of, as far as their names tell
+};
+
+struct ModelFolder {
+    std::vector<FolderFile> side_files;    // sorted by name
+    std::vector<FolderFile> source_files;  // sorted by path
+    std::vector<ModelCandidate> models;    // the candidates when the folder holds several models; else empty
+};
+
+// A SOURCE opened for a mount: its model (none when its folder holds several and none was picked) and its files.
+struct OpenedSource {
+    std::optional<Catalog> catalog;
+    ModelFolder folder;
+};
+
+// Weight files and weight indexes, which never appear as side files (the root's one weight file is
+// model.safetensors): *.safetensors, *.safetensors.index.json, *.bin, *.bin.index.json, *.pt, *.pth, *.gguf.
+bool is_weight_file(std::string_view name);
+
+// The side files of a listing of a folder (paths relative to it): the files directly in it but weights.
+std::vector<std::string> side_file_names(const std::vector<std::string>& listing);
+
+// The names probed next to a SOURCE that names one file (a web server has no listing).
+const std::vector<std::string>& probed_side_files();
+
+// A folder SOURCE: every file under it in source/ (one recursive listing), the ones directly in it but weights as
+// side files. Files the catalog already opened (`catalog` may be nullptr) are not opened again. Files that vanish
+// or cannot be opened are left out.
+ModelFolder files_of_folder(const SourceFolder& folder, const Catalog* catalog);
+
+// A SOURCE that names the file `file` of `folder`: that file and the catalog's files (shards, split parts) in
+// source/, and as side files those of probed_side_files() that the folder has (a missing one is no error).
+ModelFolder files_of_file(const SourceFolder& folder, const std::string& file, const Catalog& catalog);
+
+// Whether a '/'-separated relative path stays inside its folder and names something: no empty, "." or ".."
+// segment, no NUL.
+bool is_plain_relative_path(std::string_view path);
+
+}  // namespace tensorfs

@@ -1,0 +1,56 @@
+// `tensorfs ls --files SOURCE [--json]`: what a mount's side files and source/ will hold, without a mount.
+#include <cstdio>
+#include <string>
+
+#include "arguments.hpp"
+#include "commands.hpp"
+#include "tensorfs/json_files.hpp"
+#include "tensorfs/open_source.hpp"
+#include "text_output.hpp"
+
+namespace tensorfs::cli {
+namespace {
+
+nlohmann::ordered_json listed(const std::vector<FolderFile>& files, const std::string& prefix) {
+    auto entries = nlohmann::ordered_json::array();
+    for (const auto& file : files) entries.push_back({{"path", prefix + file.path}, {"size", file.object->size()}});
+    return entries;
+}
+
+}  // namespace
+
+int ls_files(const std::string& source, const SourceOptions& options, bool json) {
+    const ModelFolder folder = open_source(source, "", options).folder;
+    if (json) {
+        nlohmann::ordered_json document;
+        document["side_files"] = listed(folder.side_files, "");
+        document["source"] = listed(folder.source_files, "source/");
+        if (!folder.models.empty()) {
+            auto& models = document["models"] = nlohmann::ordered_json::array();
+            for (const auto& model : folder.models) models.push_back({{"path", model.path}, {"format", model.format}});
+        }
+        std::fputs(render_json_file(document).c_str(), stdout);
+        return 0;
+    }
+    // Paths as they appear under the mount point, side files first (ls's order within each part).
+    Table table({Align::Left, Align::Right, Align::Right});
+    table.add_row({"PATH", "SIZE", "BYTES"});
+    const auto add = [&](const std::vector<FolderFile>& files, const std::string& prefix) {
+        for (const auto& file : files) {
+            table.add_row({visible(prefix + file.path), human_size(file.object->size()),
+                           std::to_string(file.object->size())});
+        }
+    };
+    add(folder.side_files, "");
+    add(folder.source_files, "source/");
+    std::fputs(table.render().c_str(), stdout);
+    if (!folder.models.empty()) {
+        std::printf("\n%zu models in this folder (mount one with -o model=PATH):\n", folder.models.size());
+        for (const auto& model : folder.models) {
+            std::printf("  %s (%s)\n", visible(model.path).c_str(), model.format.c_str());
+        }
+    }
+    return 0;
+}
+
+}  // namespace tensorfs::cli

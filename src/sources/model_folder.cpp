@@ -1,0 +1,109 @@
+#include "tensorfs/model_folder.hpp"
+
+#include <algorithm>
+#include <array>
+#include <map>
+
+#include "format/in_parallel.hpp"
+#include "tensorfs/errors.hpp"
+
+namespace tensorfs {
+namespace {
+
+constexpr std::array<std::string_view, 7> kWeightSuffixes{
+    ".safetensors", ".safetensors.index.json", ".bin", ".bin.index.json", ".pt", ".pth", ".gguf",
+};
+
+// The files of the usual model folder that a framework or llama.cpp reads besides the weights.
+const std::vector<std::string> kProbedSideFiles{
+    "config.json",           "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+    "special_tokens_map.json", "tokenizer.model",      "vocab.json",     "merges.txt",
+    "chat_template.jinja",
+};
+
+// The objects the catalog opened, by their path in the folder.
+std::map<std::string, std::shared_ptr<const SourceObject>> opened_by(const Catalog* catalog) {
+    std::map<std::string, std::shared_ptr<const SourceObject>> opened;
+    if (catalog == nullptr) return opened;
+    for (const auto& file : catalog->files) opened.emplace(file.display, file.object);
+    return opened;
+}
+
+// `paths` of `folder`, opened in parallel (those in `opened` taken from there). A file that vanished since it was
+// listed, or cannot be opened (no permission, a server that refuses it), is left out: these files come with the
+// model, and one of them must not keep the model from mounting.
+std::vector<FolderFile> open_all(const SourceFolder& folder, const std::vector<std::string>& paths,
+                                 const std::map<std::string, std::shared_ptr<const SourceObject>>& opened) {
+    std::vector<FolderFile> files(paths.size());
+    in_parallel(paths.size(), folder.parallel_reads(), [&](std::size_t i) {
+        files[i].path = paths[i];
+        if (const auto found = opened.find(paths[i]); found != opened.end()) {
+            files[i].object = found->second;
+            return;
+        }
+        try {
+            files[i].object = folder.open_if_exists(paths[i]);
+        } catch (const InvalidSource&) {
+            files[i].object = nullptr;
+        }
+    });
+    std::erase_if(files, [](const FolderFile& file) { return file.object == nullptr; });
+    return files;
+}
+
+bool is_top_level(const std::string& path) { return path.find('/') == std::string::npos; }
+
+}  // namespace
+
+bool is_weight_file(std::string_view name) {
+    return std::any_of(kWeightSuffixes.begin(), kWeightSuffixes.end(),
+                       [&](std::string_view suffix) { return name.ends_with(suffix); });
+}
+
+std::vector<std::string> side_file_names(const std::vector<std::string>& listing) {
+    std::vector<std::string> names;
+    std::copy_if(listing.begin(), listing.end(), std::back_inserter(names),
+                 [](const std::string& path) { return is_top_level(path) && !is_weight_file(path); });
+    return names;
+}
+
+const std::vector<std::string>& probed_side_files() { return kProbedSideFiles; }
+
+bool is_plain_relative_path(std::string_view path) {
+    if (path.find('\0') != std::string_view::npos) return false;
+    for (std::size_t start = 0; start <= path.size();) {
+        std::size_t slash = path.find('/', start);
+        if (slash == std::string_view::npos) slash = path.size();
+        const std::string_view segment = path.substr(start, slash - start);
+        if (segment.empty() || segment == "." || segment == "..") return false;
+        start = slash + 1;
+    }
+    return true;
+}
+
+ModelFolder files_of_folder(const SourceFolder& folder, const Catalog* catalog) {
+    std::vector<std::string> listing = folder.list_all();
+    // A store's keys may hold anything ("a//b", "../x"): only paths that name a file inside the folder.
+    std::erase_if(listing, [](const std::string& path) { return !is_plain_relative_path(path); });
+    ModelFolder model_folder;
+    model_folder.source_files = open_all(folder, listing, opened_by(catalog));
+    for (const auto& file : model_folder.source_files) {
+        if (is_top_level(file.path) && !is_weight_file(file.path)) model_folder.side_files.push_back(file);
+    }
+    return model_folder;
+}
+
+ModelFolder files_of_file(const SourceFolder& folder, const std::string& file, const Catalog& catalog) {
+    std::vector<std::string> weights{file};
+    for (const auto& opened : catalog.files) weights.push_back(opened.display);
+    std::sort(weights.begin(), weights.end());
+    weights.erase(std::unique(weights.begin(), weights.end()), weights.end());
+    ModelFolder model_folder;
+    model_folder.source_files = open_all(folder, weights, opened_by(&catalog));
+    model_folder.side_files = open_all(folder, kProbedSideFiles, {});
+    std::sort(model_folder.side_files.begin(), model_folder.side_files.end(),
+              [](const FolderFile& a, const FolderFile& b) { return a.path < b.path; });
+    return model_folder;
+}
+
+}  // namespace tensorfs
