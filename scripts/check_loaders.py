@@ -50,7 +50,8 @@ def main():
 
         expected = {mode: generate(args.greedy, model, mode, args.tokens) for mode in LOAD_MODES}
         control = generate(args.greedy, other, "mmap", args.tokens)
-        print(f"from disk: {expected['mmap']}; with other weights: {control}")
+        print("from disk:", *expected["mmap"])
+        print("other weights:", *control)
         if expected["mmap"] != expected["none"] or control == expected["mmap"] or len(expected["mmap"]) < 2:
             print("FAIL: generation from disk does not tell models apart, or depends on mmap")
             return 1

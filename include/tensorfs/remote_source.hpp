@@ -10,12 +10,6 @@
 
 namespace tensorfs {
 
-// What a SOURCE names: a folder, or one file in it.
-struct ResolvedSource {
-    std::unique_ptr<SourceFolder> folder;
-    std::string file;  // empty: the folder itself
-};
-
 // Whether SOURCE names a remote source (http://, https://, hf://, s3://) rather than a local path.
 bool is_remote_source(const std::string& source);
 

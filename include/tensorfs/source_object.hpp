@@ -87,4 +87,10 @@ public:
     std::shared_ptr<const SourceObject> open(const std::string& relative) const;
 };
 
+// What a SOURCE names: a folder, or one file in it.
+struct ResolvedSource {
+    std::unique_ptr<SourceFolder> folder;
+    std::string file;  // empty: the folder itself
+};
+
 }  // namespace tensorfs

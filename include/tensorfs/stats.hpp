@@ -124,8 +124,8 @@ struct Stats {
     std::string decode_kernels;            // the kernel path in use ("avx512", "avx2", "portable")
     std::shared_ptr<RemoteCounters> remote = std::make_shared<RemoteCounters>();
     FuseRequestCounters requests;
-    // Time from a read request's arrival to its reply, by what was read: raw, the dequant views (16-bit ones too),
-    // the JSON files, model.safetensors.
+    // Time from a read request's arrival to its reply, by what was read: raw (and the side files and source/, which
+    // are source bytes too), the dequant views (16-bit ones too), the JSON files, model.safetensors.
     LatencyHistogram raw_read_latency, dequant_read_latency, meta_read_latency, model_read_latency;
     // Where the mount is, as every metric's `mountpoint` label says (none when empty): node_exporter merges the
     // files of several mounts into one set of series.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -85,6 +86,15 @@ int serve(fuse_session* session, Filesystem& filesystem, const MountOptions& opt
     return result;  // the workers answer what is queued and stop before the session goes
 }
 
+// Every shard and every file of source/ stays open for the life of the mount: a folder of a few thousand files
+// needs more descriptors than the usual soft limit of 1024. The hard limit is the user's to give.
+void raise_open_files_limit() {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+}
+
 // The one line a folder of several models gets at mount (model.json says the rest).
 void tell_several_models(const std::string& source, const ModelFolder& folder) {
     std::string paths;
@@ -117,6 +127,7 @@ int run_mount(const MountOptions& options) {
     try {
         SourceOptions source_options = options.source_options;
         source_options.counters = stats.remote;
+        raise_open_files_limit();
         OpenedSource opened = open_source(options.source, options.model, source_options);
         folder = std::make_unique<ModelFolder>(std::move(opened.folder));
         if (opened.catalog) {

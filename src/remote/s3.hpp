@@ -16,8 +16,8 @@
 
 #include "aws_config.hpp"
 #include "remote_context.hpp"
-#include "tensorfs/remote_source.hpp"
 #include "tensorfs/source_object.hpp"
+#include "tensorfs/source_options.hpp"
 
 namespace tensorfs::remote {
 

@@ -67,7 +67,7 @@ class EveryModelEveryDtype(unittest.TestCase):
             names = [t[0] for t in parsed.tensors]
             self.assertEqual(len(names), model["tensor_count"])
             folder_of = {name: model["renamed"].get(name, name) for name in names}
-            root = set(os.listdir(m.path)) - {"model.json", "model.safetensors", ".tensorfs"}
+            root = set(os.listdir(m.path)) - {"model.json", "model.safetensors", ".tensorfs", "source"}
             self.assertEqual(sorted(folder_of.values()), sorted(root))
             metas = [json.loads(read_file(m.tensor(folder_of[n], "meta.json"))) for n in names]
             listed = json.loads(run("ls", "--json", source).stdout)

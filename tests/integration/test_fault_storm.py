@@ -19,8 +19,9 @@ import unittest
 
 import numpy as np
 
-from remote_servers import FaultProxy, Nginx
 from mapped_files import build_fault_storm, safetensors_header
+from remote_servers import FaultProxy, Nginx
+from safetensors_files import write_safetensors
 from tensorfs_mount import Mount, daemon_pids, is_mounted, read_file, run, wait_until
 from test_faults import daemon_alive
 
@@ -42,17 +43,11 @@ def tearDownModule():
 
 
 def write_model(folder):
-    """model.safetensors in `folder`, written by hand as the format says; returns {name: its data bytes}."""
+    """model.safetensors in `folder`; returns {name: its data bytes}."""
     rng = np.random.default_rng(19)
     tensors = {name: rng.standard_normal(size // 4, dtype=np.float32).tobytes() for name, size in SIZES.items()}
-    header, offset = {}, 0
-    for name, data in tensors.items():
-        header[name] = {"dtype": "F32", "shape": [len(data) // 4], "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(os.path.join(folder, "model.safetensors"), "wb") as f:
-        f.write(len(text).to_bytes(8, "little") + text + b"".join(tensors.values()))
+    write_safetensors(os.path.join(folder, "model.safetensors"),
+                      [(name, "F32", [len(data) // 4], data) for name, data in tensors.items()])
     return tensors
 
 

@@ -30,7 +30,7 @@ class GgufFiles(unittest.TestCase):
         entry = gguf_entry(relative)
         with Mount(self.where.source(relative)) as m:
             self.assertEqual(sorted(n for n in os.listdir(m.path)
-                                    if n not in ("model.json", "model.safetensors", ".tensorfs")),
+                                    if n not in ("model.json", "model.safetensors", ".tensorfs", "source")),
                              sorted(t["name"] for t in entry["tensors"]))
             for t in entry["tensors"]:
                 with self.subTest(file=relative, tensor=t["name"]):

@@ -9,8 +9,10 @@ import http.client
 import json
 import mmap
 import os
+import resource
 import shutil
 import struct
+import subprocess
 import tempfile
 import unittest
 import urllib.parse
@@ -18,7 +20,7 @@ import urllib.parse
 import remote_servers
 import s3_servers
 from safetensors_files import write_safetensors
-from tensorfs_mount import VECTORS, Mount, read_file, run
+from tensorfs_mount import BIN, VECTORS, Mount, is_mounted, read_file, run
 
 SHARDED = os.path.join(VECTORS, "safetensors", "sharded")
 GGUF = os.path.join(VECTORS, "gguf")
@@ -178,6 +180,35 @@ class LocalFolderTest(unittest.TestCase):
         self.assertEqual(text.returncode, 0, text.stderr)
         paths = [line.split()[0] for line in text.stdout.splitlines()[1:]]
         self.assertEqual(paths, sorted(PROBED) + ["source/model.gguf"])
+
+
+class ManyFilesTest(unittest.TestCase):
+    def test_more_files_than_the_usual_soft_limit_of_descriptors(self):
+        # Every file of source/ stays open: the mount raises its soft limit of open files to the hard one.
+        folder = tempfile.mkdtemp(prefix="tensorfs-many-")
+        self.addCleanup(shutil.rmtree, folder)
+        shutil.copy(os.path.join(SHARDED, "model-00001-of-00003.safetensors"), folder)
+        for i in range(1500):
+            write(os.path.join(folder, "many", f"f{i:04d}.txt"), b"%d\n" % i, 1_300_000_000_000_000_000)
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 2000:
+            self.skipTest(f"the hard limit of open files is {hard}")
+        target = tempfile.mkdtemp(prefix="tensorfs-many-mnt-")
+        self.addCleanup(os.rmdir, target)
+
+        def soft_limit_1024():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+
+        result = subprocess.run([BIN, "mount", folder, target], capture_output=True, text=True, timeout=120,
+                                preexec_fn=soft_limit_1024)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        try:
+            many = os.path.join(target, "source", "many")
+            self.assertEqual(len(os.listdir(many)), 1500)
+            self.assertEqual(read_file(os.path.join(many, "f1499.txt")), b"1499\n")
+        finally:
+            subprocess.run(["fusermount3", "-u", target], capture_output=True, timeout=60)
+        self.assertFalse(is_mounted(target))
 
 
 class SeveralModelsTest(unittest.TestCase):

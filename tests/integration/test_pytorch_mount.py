@@ -24,7 +24,8 @@ from tensorfs_mount import BIN, DATA, Mount, run, same_floats, wait_until
 
 def tensor_folders(mount):
     """The tensor folders of a mount's root (not .tensorfs, nor the root's files)."""
-    return {e for e in os.listdir(mount.path) if e != ".tensorfs" and os.path.isdir(os.path.join(mount.path, e))}
+    return {e for e in os.listdir(mount.path)
+            if e not in (".tensorfs", "source") and os.path.isdir(os.path.join(mount.path, e))}
 
 
 def cat(source, tensor, view):

@@ -82,7 +82,8 @@ class ReadOnly(unittest.TestCase):
         self.addCleanup(self.mount.__exit__, None, None, None)
         self.root = self.mount.path
         self.tensor = os.path.join(self.root, sorted(n for n in os.listdir(self.root)
-                                                     if n not in ("model.json", "model.safetensors", ".tensorfs"))[0])
+                                                     if n not in ("model.json", "model.safetensors", ".tensorfs",
+                                                                  "source"))[0])
         self.before = tree_snapshot(self.root)
 
     def tearDown(self):

@@ -53,7 +53,8 @@ def edge_values():
 
 
 def tensor_dirs(mount):
-    return sorted(n for n in os.listdir(mount.path) if os.path.isdir(os.path.join(mount.path, n)) and n[0] != ".")
+    return sorted(n for n in os.listdir(mount.path)
+                  if os.path.isdir(os.path.join(mount.path, n)) and n[0] != "." and n != "source")
 
 
 class EveryVectorModel(unittest.TestCase):

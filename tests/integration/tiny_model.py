@@ -64,7 +64,7 @@ def random_state_dict(config, seed):
 
 def write_repo(folder, weights, seed=0):
     """A model repo in `folder`: config.json, generation_config.json and the weights of random_state_dict() as
-    model.safetensors (written here as the format says), or as pytorch_model.bin by torch.save, in its zip format
+    model.safetensors, or as pytorch_model.bin by torch.save, in its zip format
     ("bin") or its legacy format ("legacy-bin"). Returns the state dict."""
     import torch
     config = write_config(folder)
@@ -72,18 +72,11 @@ def write_repo(folder, weights, seed=0):
         json.dump({"bos_token_id": 1, "eos_token_id": 2}, f)
     state = random_state_dict(config, seed)
     if weights == "safetensors":
+        from safetensors_files import write_safetensors
         names = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
-        header, blobs, offset = {}, [], 0
-        for name, tensor in state.items():
-            blob = tensor.contiguous().view(torch.uint8).numpy().tobytes()
-            header[name] = {"dtype": names[tensor.dtype], "shape": list(tensor.shape),
-                            "data_offsets": [offset, offset + len(blob)]}
-            blobs.append(blob)
-            offset += len(blob)
-        text = json.dumps(header).encode()
-        text += b" " * (-len(text) % 8)
-        with open(os.path.join(folder, "model.safetensors"), "wb") as f:
-            f.write(len(text).to_bytes(8, "little") + text + b"".join(blobs))
+        write_safetensors(os.path.join(folder, "model.safetensors"),
+                          [(name, names[tensor.dtype], tensor.shape, tensor.view(torch.uint8).numpy().tobytes())
+                           for name, tensor in state.items()])
     else:
         torch.save(state, os.path.join(folder, "pytorch_model.bin"),
                    _use_new_zipfile_serialization=weights == "bin")

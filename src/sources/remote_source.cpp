@@ -1,17 +1,12 @@
 // Which folder a remote SOURCE names, and the context (client, credentials, disk cache) its files share.
 #include "tensorfs/remote_source.hpp"
 
-#include <pwd.h>
-#include <unistd.h>
-
-#include <cstdlib>
-
-#include "hub.hpp"
-#include "remote_context.hpp"
-#include "s3.hpp"
+#include "remote/hub.hpp"
+#include "remote/remote_context.hpp"
+#include "remote/s3.hpp"
+#include "remote/url.hpp"
+#include "remote/url_folder.hpp"
 #include "tensorfs/errors.hpp"
-#include "url.hpp"
-#include "url_folder.hpp"
 
 namespace tensorfs {
 namespace {
@@ -39,18 +34,6 @@ std::shared_ptr<remote::RemoteContext> context_for(const std::string& source, co
 }
 
 }  // namespace
-
-std::filesystem::path default_cache_dir() {
-    if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && xdg[0] == '/') {
-        return std::filesystem::path(xdg) / "tensorfs";
-    }
-    const char* home = std::getenv("HOME");
-    if (home == nullptr || home[0] != '/') {
-        const passwd* user = ::getpwuid(::getuid());
-        home = user != nullptr ? user->pw_dir : "/tmp";
-    }
-    return std::filesystem::path(home) / ".cache" / "tensorfs";
-}
 
 bool is_remote_source(const std::string& source) {
     return source.starts_with("http://") || source.starts_with("https://") || source.starts_with("hf://") ||
