@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test: first the normal build, then the whole suite again
-# built with AddressSanitizer and UndefinedBehaviorSanitizer.
+# Installs what is missing, builds, and runs every test: first the normal build, then the Debian package (built,
+# checked by lintian, installed, smoke-tested with the installed binary, removed), then the whole suite again
+# built with AddressSanitizer and UndefinedBehaviorSanitizer, then the fuzzers. docs/ci.md says where the time
+# goes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 
 scripts/build.sh build
 (cd build && ctest --output-on-failure)
+
+deb=$(scripts/package.sh)
+lintian --fail-on error,warning "$deb"
+scripts/package-smoke.sh "$deb"  # removes the package again: the tests below run the build folders' binaries
 
 scripts/build.sh build-asan -DTENSORFS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure)
