@@ -8,12 +8,12 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 
 scripts/build.sh build
-(cd build && ctest --output-on-failure)
+(cd build && ctest --output-on-failure -j"$(nproc)")  # tests are independent: docs/ci.md
 
 deb=$(scripts/package.sh)
 lintian --fail-on error,warning "$deb"
 scripts/package-smoke.sh "$deb"  # removes the package again: the tests below run the build folders' binaries
 
 scripts/build.sh build-asan -DTENSORFS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure)
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$(nproc)")
 scripts/fuzz.sh 28  # every libFuzzer target (8) for 28 s with ASan + UBSan (clang); fails on any finding
