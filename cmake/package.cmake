@@ -9,13 +9,13 @@ set(CPACK_PACKAGE_CONTACT "tensorfs maintainers <maintainers@users.noreply.a-see
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "mount model checkpoints as trees of plain files")
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "mount model checkpoints as trees of plain files
- tensorfs is a FUSE filesystem that mounts a model checkpoint (safetensors,
- GGUF or PyTorch; on the local disk, a web server, the Hugging Face Hub or
- S3) read-only, with one folder per tensor holding its stored bytes, its
- description and its values as float32, bfloat16 and float16, and the whole
- model as one safetensors file. Remote sources are fetched by range requests
- through a disk cache, only where reads touch.")
+# The extended description; CPack puts the summary above it as the synopsis and indents each line by one space.
+set(CPACK_PACKAGE_DESCRIPTION "tensorfs is a FUSE filesystem that mounts a model checkpoint (safetensors,
+GGUF or PyTorch; on the local disk, a web server, the Hugging Face Hub or
+S3) read-only, with one folder per tensor holding its stored bytes, its
+description and its values as float32, bfloat16 and float16, and the whole
+model as one safetensors file. Remote sources are fetched by range requests
+through a disk cache, only where reads touch.")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)

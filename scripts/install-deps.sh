@@ -6,9 +6,11 @@ set -euo pipefail
 # check the 16-bit views against PyTorch's own bfloat16 rounding (tests/integration/test_views.py).
 # libsimdjson-dev reads safetensors headers and indexes.
 # bash-completion: the completion test sources its helpers, as bash does for completion/tensorfs.bash.
+# dpkg-dev (dpkg-shlibdeps, dpkg-buildflags), lintian, man-db: scripts/package.sh builds the Debian package, CI checks
+# it and reads its manual.
 packages=(g++ cmake make pkg-config libfuse3-dev fuse3 nlohmann-json3-dev libsimdjson-dev libboost-test-dev
           python3-numpy python3-torch clang libclang-rt-14-dev libcurl4-openssl-dev nginx-light openssl curl
-          bash-completion)
+          bash-completion dpkg-dev lintian man-db)
 # libexpat1-dev reads S3's XML answers (src/remote/xml.cpp), zlib1g-dev checks zip entries' CRC-32
 # (src/format/crc32.cpp).
 packages+=(libexpat1-dev zlib1g-dev)

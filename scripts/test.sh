@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test: first the normal build, then the whole suite again
-# built with AddressSanitizer and UndefinedBehaviorSanitizer.
+# Installs what is missing, builds, and runs every test: first the normal build, then the Debian package (built,
+# checked by lintian, installed, smoke-tested with the installed binary, removed), then the whole suite again
+# built with AddressSanitizer and UndefinedBehaviorSanitizer, then the fuzzers. docs/ci.md says where the time
+# goes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 
 scripts/build.sh build
-(cd build && ctest --output-on-failure)
+(cd build && ctest --output-on-failure -j"$(nproc)")  # tests are independent: docs/ci.md
 scripts/check-loaders  # llama.cpp generates from mounted GGUFs as from the files (docs/loaders.md), ~20 s
 
+deb=$(scripts/package.sh)
+lintian --fail-on error,warning "$deb"
+scripts/package-smoke.sh "$deb"  # removes the package again: the tests below run the build folders' binaries
+
 scripts/build.sh build-asan -DTENSORFS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure)
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$(nproc)")
 scripts/fuzz.sh 28  # every libFuzzer target (8) for 28 s with ASan + UBSan (clang); fails on any finding

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the Debian package tensorfs_VERSION_ARCH.deb in build-package/ (or the folder given as $1, with extra
+# cmake arguments after it) and prints its path on stdout; the build's output goes to stderr. The binary is
+# compiled with Debian's flags (dpkg-buildflags, all hardening on) and stripped; cmake/package.cmake says what goes
+# in. Install it with `apt-get install ./build-package/tensorfs_*.deb`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build-package}
+shift || true
+export DEB_BUILD_MAINT_OPTIONS=hardening=+all
+# Only the binary and its compressed pages are built (the tests and benchmarks are not packaged); cpack would
+# otherwise build everything first.
+cmake -S . -B "$dir" -DTENSORFS_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF \
+  -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON \
+  -DCMAKE_CXX_FLAGS="$(dpkg-buildflags --get CPPFLAGS) $(dpkg-buildflags --get CXXFLAGS)" \
+  -DCMAKE_EXE_LINKER_FLAGS="$(dpkg-buildflags --get LDFLAGS)" "$@" >/dev/null
+cmake --build "$dir" -j"$(nproc)" --target tensorfs >&2
+rm -f "$dir"/tensorfs_*.deb
+(cd "$dir" && cpack -G DEB >/dev/null)
+ls "$dir"/tensorfs_*.deb
