@@ -17,6 +17,7 @@ int info_command(const Arguments& args);
 int cat_command(const Arguments& args);
 int convert_command(const Arguments& args);
 int stats_command(const Arguments& args);
+int prefetch_command(const Arguments& args);
 
 // Prints the one line `tensorfs: MESSAGE; try 'tensorfs --help'`; returns 1.
 int usage_error(const std::string& message);

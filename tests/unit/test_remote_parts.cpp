@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -129,6 +131,53 @@ BOOST_AUTO_TEST_CASE(the_disk_cache_evicts_the_least_recently_used_blocks) {
     BOOST_TEST(fs::exists(*object / "0.block"));   // recently read
     BOOST_TEST(!fs::exists(*object / "1.block"));  // the oldest not read again
     BOOST_TEST(fs::exists(*object / "13.block"));  // just written
+}
+
+BOOST_AUTO_TEST_CASE(the_disk_cache_serves_parts_of_a_block_straight_into_the_reader) {
+    const test::TempFolder folder;
+    DiskCache cache(folder.path(), 1 << 20);
+    const auto object = cache.object_folder("https://h/y.safetensors\netag \"1\"\n");
+    BOOST_REQUIRE(object);
+    std::string block(4000, '\0');
+    for (std::size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>(i * 7 + 3);
+    BOOST_TEST(!cache.has(*object, 2, block.size()));
+    cache.write(*object, 2, block.data(), block.size());
+    BOOST_TEST(cache.has(*object, 2, block.size()));
+    BOOST_TEST(!cache.has(*object, 2, block.size() + 1));
+    std::string part(100, '\0');
+    BOOST_TEST(cache.read_part(*object, 2, block.size(), 1234, part.data(), part.size(), false));
+    BOOST_TEST(part == block.substr(1234, 100));
+    BOOST_TEST(cache.read_part(*object, 2, block.size(), 3900, part.data(), part.size(), true));
+    BOOST_TEST(part == block.substr(3900, 100));
+    // Asked as a block of another length: not the block this is, never served.
+    BOOST_TEST(!cache.read_part(*object, 2, block.size() - 1, 0, part.data(), part.size(), false));
+    cache.write(*object, 3, block.data(), block.size());
+    cache.remove_object(*object);
+    BOOST_TEST(!cache.has(*object, 3, block.size()));
+}
+
+BOOST_AUTO_TEST_CASE(queued_disk_writes_are_counted_while_they_wait) {
+    const test::TempFolder folder;
+    std::atomic<std::int64_t> queued{0};
+    std::atomic<std::int64_t> most{0};
+    DiskCache cache(folder.path(), 1 << 20, [&](std::int64_t bytes) {
+        const std::int64_t now = queued += bytes;
+        if (now > most) most = now;
+    }, 3000);
+    const auto object = cache.object_folder("key");
+    BOOST_REQUIRE(object);
+    auto bytes = std::make_shared<char[]>(1000);
+    for (int i = 0; i < 20; ++i) {
+        auto block = std::make_shared<Block>();
+        block->storage = bytes;
+        block->bytes = bytes.get();
+        block->length = 1000;
+        cache.write_later(*object, static_cast<std::uint64_t>(i), block);
+    }
+    cache.wait_written();
+    BOOST_TEST(queued.load() == 0);
+    BOOST_TEST(most.load() <= 3000);
+    BOOST_TEST(cache.has(*object, 19, 1000));
 }
 
 BOOST_AUTO_TEST_CASE(a_disk_cache_of_size_zero_keeps_nothing) {
