@@ -147,13 +147,16 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
 
     auto* out = static_cast<char*>(dst);
     const std::uint64_t end = offset + length;
+    // A read that is not sequential (yet) fetches its whole block when it lies inside one (at most a block, and
+    // the block lands in the disk cache), else exactly its bytes (never two blocks for one small read).
+    const bool exact = followed.ahead == 0 && offset / kBlockBytes != (end - 1) / kBlockBytes;
     for (std::uint64_t at = offset; at < end;) {
         const std::uint64_t index = at / kBlockBytes;
         const std::uint64_t from = at - index * kBlockBytes;
         const auto part = static_cast<std::size_t>(std::min<std::uint64_t>(end - at, block_length(index) - from));
         if (!serve_cached(index, from, part, out)) {
-            if (followed.ahead == 0) {
-                // Not sequential (yet): exactly what is asked, up to the next cached block.
+            if (exact) {
+                // Exactly what is asked, up to the next cached block.
                 std::uint64_t upto = index + 1;
                 while (upto * kBlockBytes < end && !on_disk(upto) && !context_->find(serial_, upto).valid()) ++upto;
                 const std::size_t count = static_cast<std::size_t>(std::min(end, upto * kBlockBytes) - at);
@@ -163,7 +166,7 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
                 out += count;
                 continue;
             }
-            // Sequential: the blocks this read still needs, whole, in one request (unless someone fetches them).
+            // The blocks this read still needs, whole, in one request (unless someone fetches them already).
             const std::uint64_t last = (end - 1) / kBlockBytes;
             std::size_t bytes = 0;
             for (std::uint64_t i = index; i <= last; ++i) bytes += block_length(i);

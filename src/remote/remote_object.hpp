@@ -3,8 +3,8 @@
 // Opening it asks for its first bytes (which the parsers read first anyway) and records its size and identity
 // (ETag, else Last-Modified). Header reads fetch exactly the ranges the parsers ask for. Reads of tensors follow
 // the reader, not the tensor (read_in_region ignores the region):
-//   - a read that continues none of the object's recent streams fetches exactly its own bytes, when they are not
-//     in memory or in the disk cache: a random touch costs what it reads;
+//   - a read that continues none of the object's recent streams fetches its block when it lies inside one, else
+//     exactly its own bytes (when they are not in memory or in the disk cache): a random touch costs 1 MiB at most;
 //   - a read that continues a stream (starts near where one ended) fetches whole blocks of kBlockBytes, and the
 //     read-ahead keeps the blocks up to a window ahead fetched or on their way, in range requests of up to
 //     kRangeBytes on up to max_connections connections; the window is twice what the stream has read in order,

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "remote/digest.hpp"
 #include "remote/disk_cache.hpp"
 #include "remote/hub.hpp"
 #include "remote/url.hpp"
@@ -178,6 +180,30 @@ BOOST_AUTO_TEST_CASE(queued_disk_writes_are_counted_while_they_wait) {
     BOOST_TEST(queued.load() == 0);
     BOOST_TEST(most.load() <= 3000);
     BOOST_TEST(cache.has(*object, 19, 1000));
+}
+
+BOOST_AUTO_TEST_CASE(digests_match_the_published_test_vectors) {
+    // FIPS 180-4's and RFC 1321's examples, and a million 'a's fed in uneven pieces (more than one padding block).
+    Sha256 abc;
+    abc.update("abc", 3);
+    BOOST_TEST(abc.hex() == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    Md5 md5_abc;
+    md5_abc.update("abc", 3);
+    BOOST_TEST(md5_abc.hex() == "900150983cd24fb0d6963f7d28e17f72");
+    const std::string text = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    Sha256 two_blocks;
+    two_blocks.update(text.data(), text.size());
+    BOOST_TEST(two_blocks.hex() == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    const std::string million(1000000, 'a');
+    Sha256 sha;
+    Md5 md5;
+    for (std::size_t at = 0, piece = 1; at < million.size(); at += piece, piece = piece * 3 % 1000 + 1) {
+        const std::size_t length = std::min(piece, million.size() - at);
+        sha.update(million.data() + at, length);
+        md5.update(million.data() + at, length);
+    }
+    BOOST_TEST(sha.hex() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    BOOST_TEST(md5.hex() == "7707d6ae4e027c70eea2a935c2296f21");
 }
 
 BOOST_AUTO_TEST_CASE(a_disk_cache_of_size_zero_keeps_nothing) {
