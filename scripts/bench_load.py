@@ -117,18 +117,24 @@ class Load:
     def mount(self, url, cache, *options):
         return self.bench.mount(url, "--cache-dir", cache, *options)
 
+    def unmount(self, mountpoint):
+        """Unmounts and waits for the daemon to end: it writes the blocks still queued for the disk cache first."""
+        pid = self.bench.daemon_pid(mountpoint)
+        self.bench.unmount(mountpoint)
+        self.rs.wait_until(lambda: not os.path.exists(f"/proc/{pid}"))
+
     def cold_cat(self, url, *options):
         cache = self.cache()
         mountpoint = self.mount(url, cache, *options)
         elapsed = cat_seconds(os.path.join(mountpoint, "model.safetensors"))
-        self.bench.unmount(mountpoint)
+        self.unmount(mountpoint)
         return elapsed, cache
 
     def cold_raws(self, url):
         cache = self.cache()
         mountpoint = self.mount(url, cache)
         elapsed = seconds_of(["cat", *[os.path.join(mountpoint, name, "raw") for name in self.names]])
-        self.bench.unmount(mountpoint)
+        self.unmount(mountpoint)
         shutil.rmtree(cache)
         return elapsed
 
@@ -184,7 +190,7 @@ class Load:
         cat_seconds(os.path.join(mountpoint, "model.safetensors"))
         done.set()
         sampler.join()
-        self.bench.unmount(mountpoint)
+        self.unmount(mountpoint)
         shutil.rmtree(cache)
         return peak[0]
 
@@ -200,7 +206,7 @@ class Load:
             int(view[rng.randrange(0, len(view) - 64):][:64].sum())
             del view
         after = json.load(open(stats))["remote"]["bytes_fetched"]
-        self.bench.unmount(mountpoint)
+        self.unmount(mountpoint)
         shutil.rmtree(cache)
         return (after - before) / TOUCHES
 
@@ -237,11 +243,11 @@ def run(bench, scale):
             rows["raws"].append((aria, load.cold_raws(capped)))
             mountpoint = load.mount(capped, cache)
             warm = cat_seconds(os.path.join(mountpoint, "model.safetensors"))
-            bench.unmount(mountpoint)
+            load.unmount(mountpoint)
             shutil.rmtree(cache)
             mountpoint = bench.mount(model)
             local = cat_seconds(os.path.join(mountpoint, "model.safetensors"))
-            bench.unmount(mountpoint)
+            load.unmount(mountpoint)
             rows["warm"].append((local, warm))
             uncapped_cold, cache = load.cold_cat(uncapped)
             shutil.rmtree(cache)

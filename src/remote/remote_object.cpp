@@ -250,7 +250,9 @@ void RemoteObject::read_ahead(const Follow& followed) const {
         }
         auto claim = std::make_shared<RemoteContext::Claim>();
         if (!context_->claim_ahead(serial_, index, count, bytes, *claim)) break;  // no connection or memory free
-        if (!claim->promises.empty()) {
+        // The claim stops before a block someone else fetches meanwhile: the rest waits for the next round.
+        const std::size_t claimed = claim->promises.size();
+        if (claimed > 0) {
             std::weak_ptr<const RemoteObject> weak = weak_from_this();
             const bool queued = fetch_queue().offer([weak, claim, context = context_] {
                 const auto self = weak.lock();
@@ -266,7 +268,7 @@ void RemoteObject::read_ahead(const Follow& followed) const {
                 break;
             }
         }
-        index += count;
+        index += std::max<std::size_t>(1, claimed);
     }
     record_scheduled(followed.stream_end, index);
 }
