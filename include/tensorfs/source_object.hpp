@@ -7,7 +7,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,21 @@ public:
 
     // Tells that a mapped range was copied and its pages need not stay in this process's page tables.
     virtual void forget_mapped(std::uint64_t offset, std::size_t length) const;
+
+    // Brings bytes [offset, offset + length) into the disk cache ahead of any reader (`tensorfs prefetch`), with as
+    // many requests in flight as the source's max_connections, and returns once they are written. `progress` is
+    // told of the bytes done (fetched, or found cached), from several threads. Returns the bytes fetched: 0 when
+    // all were cached already, and always for a local file. Throws IoError.
+    using Progress = std::function<void(std::uint64_t bytes)>;
+    virtual std::uint64_t fill_cache(std::uint64_t offset, std::uint64_t length, const Progress& progress) const;
+
+    // Reads the whole file and compares it with the checksum its source publishes for it ("md5:HEX" of an S3
+    // single-part upload's ETag). nullopt when the source publishes none; else whether the bytes match. Throws
+    // IoError when the file cannot be read.
+    virtual std::optional<bool> matches_published_checksum() const;
+
+    // Drops this file's bytes from the disk cache (a checksum that did not match).
+    virtual void evict_cached() const;
 
 private:
     std::string name_;

@@ -13,6 +13,14 @@ namespace tensorfs {
 // 10 GiB, the default of disk_cache_size=.
 inline constexpr std::uint64_t kDefaultDiskCacheSize = std::uint64_t{10} << 30;
 
+// Defaults of max_connections= and readahead= (docs/benchmarks.md, section "load", has the measurements).
+inline constexpr unsigned kDefaultMaxConnections = 16;
+inline constexpr std::uint64_t kDefaultReadahead = std::uint64_t{64} << 20;
+// The most of max_connections=: threads of the process's fetch pool.
+inline constexpr unsigned kMostConnections = 64;
+// Fetched blocks in memory (in flight, kept for readers, queued for the disk) when nobody says otherwise.
+inline constexpr std::uint64_t kDefaultRemoteMemory = std::uint64_t{128} << 20;
+
 struct SourceOptions {
     // Where fetched blocks are kept, shared by every mount and command that uses the same folder. Empty: the
     // default, $XDG_CACHE_HOME/tensorfs (else ~/.cache/tensorfs). Made absolute when the source is opened, before
@@ -20,6 +28,13 @@ struct SourceOptions {
     std::filesystem::path cache_dir;
     // Bytes the cache folder may hold (least recently used blocks go first); 0 turns the disk cache off.
     std::uint64_t disk_cache_size = kDefaultDiskCacheSize;
+    // Range requests in flight at once for read-ahead (1 to kMostConnections), and how far ahead of a sequential
+    // reader blocks are fetched at most.
+    unsigned max_connections = kDefaultMaxConnections;
+    std::uint64_t readahead = kDefaultReadahead;
+    // What fetched blocks in memory may hold together: in flight, kept for readers, queued for the disk cache. A
+    // mount gives it half of cache_size (the decoded chunks get the other half).
+    std::uint64_t memory_budget = kDefaultRemoteMemory;
     // Where the remote layer counts requests, bytes, retries, cache hits; nullptr: counted nowhere visible.
     std::shared_ptr<RemoteCounters> counters;
 };

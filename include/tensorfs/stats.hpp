@@ -23,6 +23,14 @@ struct Counter {
     std::uint64_t get() const { return value.load(std::memory_order_relaxed); }
 };
 
+// A value that goes up and down (a gauge): set, or moved by signed amounts.
+struct Gauge {
+    std::atomic<std::int64_t> value{0};
+    void set(std::int64_t n) { value.store(n, std::memory_order_relaxed); }
+    void add(std::int64_t n) { value.fetch_add(n, std::memory_order_relaxed); }
+    std::int64_t get() const { return value.load(std::memory_order_relaxed); }
+};
+
 struct FileKindCounters {
     Counter reads;
     Counter bytes;
@@ -37,6 +45,16 @@ struct RemoteCounters {
     Counter disk_cache_hits;    // blocks read from the disk cache
     Counter disk_cache_misses;  // blocks that had to be fetched
     Counter objects_changed;    // objects found changed (ETag or size) since the mount: their reads fail
+
+    // The state of the read-ahead and of the memory it uses, as it is now (gauges, not counters).
+    Gauge window_bytes;         // how far ahead of the last sequential reader blocks are fetched
+    Gauge connections_in_use;   // range requests in flight
+    Gauge bytes_in_flight;      // bytes of those requests (allocated, being filled)
+    Gauge bytes_in_memory;      // fetched blocks kept in memory for readers (the recent ones)
+    Gauge bytes_queued_for_disk;  // fetched blocks waiting for the disk cache's writer
+    Gauge memory_budget;        // what in flight, in memory and queued may hold together
+    Gauge max_connections;      // the mount option max_connections=
+    Gauge readahead_limit;      // the mount option readahead=
 
     // The counters as a JSON object (the "remote" group of stats.json).
     nlohmann::ordered_json to_json() const;

@@ -191,6 +191,24 @@ std::string render(const Stats& stats, bool widest) {
         out.family(name, "counter", help);
         out.count(name, "", counter->get());
     }
+    const std::tuple<const char*, const char*, const Gauge*> remote_gauges[] = {
+        {"remote_readahead_window_bytes", "How far ahead of the last sequential reader blocks are fetched.",
+         &remote.window_bytes},
+        {"remote_connections_in_use", "Range requests of a remote source in flight.", &remote.connections_in_use},
+        {"remote_in_flight_bytes", "Bytes of the range requests in flight.", &remote.bytes_in_flight},
+        {"remote_memory_blocks_bytes", "Fetched blocks kept in memory for readers.", &remote.bytes_in_memory},
+        {"remote_queued_for_disk_bytes", "Fetched blocks waiting to be written to the disk cache.",
+         &remote.bytes_queued_for_disk},
+        {"remote_memory_budget_bytes", "What blocks in flight, in memory and queued for the disk may hold.",
+         &remote.memory_budget},
+        {"remote_max_connections", "The most range requests in flight at once (max_connections=).",
+         &remote.max_connections},
+        {"remote_readahead_limit_bytes", "The read-ahead window's upper bound (readahead=).",
+         &remote.readahead_limit}};
+    for (const auto& [name, help, gauge] : remote_gauges) {
+        out.family(name, "gauge", help);
+        out.count(name, "", static_cast<std::uint64_t>(std::max<std::int64_t>(0, gauge->get())));
+    }
 
     out.family("fuse_requests_total", "counter", "Requests the kernel sent to this mount, by kind.");
     for (std::size_t i = 0; i < kFuseRequestNames.size(); ++i) {

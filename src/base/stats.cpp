@@ -38,7 +38,18 @@ nlohmann::ordered_json RemoteCounters::to_json() const {
             {"retries", retries.get()},
             {"disk_cache_hits", disk_cache_hits.get()},
             {"disk_cache_misses", disk_cache_misses.get()},
-            {"objects_changed", objects_changed.get()}};
+            {"objects_changed", objects_changed.get()},
+            {"readahead",
+             {{"window_bytes", window_bytes.get()},
+              {"connections_in_use", connections_in_use.get()},
+              {"bytes_in_flight", bytes_in_flight.get()},
+              {"limit_bytes", readahead_limit.get()},
+              {"max_connections", max_connections.get()}}},
+            {"memory",
+             {{"in_flight_bytes", bytes_in_flight.get()},
+              {"recent_blocks_bytes", bytes_in_memory.get()},
+              {"queued_for_disk_bytes", bytes_queued_for_disk.get()},
+              {"budget_bytes", memory_budget.get()}}}};
 }
 
 void LatencyHistogram::observe(std::uint64_t nanoseconds) {

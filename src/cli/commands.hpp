@@ -21,11 +21,9 @@ int convert_command(const Arguments& args);
 int stats_command(const Arguments& args);
 // Returns 2 on an error, as cmp and diff do.
 int diff_command(const Arguments& args);
-
-// `ls --files`: the side files and source/ files a mount of SOURCE shows (`json`: as a JSON document).
-int ls_files(const std::string& source, const SourceOptions& options, bool json);
 int status_command(const Arguments& args);
 int cache_command(const Arguments& args);
+int prefetch_command(const Arguments& args);
 
 // `ls --files`: the side files and source/ files a mount of SOURCE shows (`json`: as a JSON document).
 int ls_files(const std::string& source, const SourceOptions& options, bool json);

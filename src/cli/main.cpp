@@ -35,6 +35,8 @@ constexpr const char* kUsage =
     "       tensorfs status [--json]\n"
     "       tensorfs cache [--cache-dir DIR] ls | du | prune [--older-than DURATION] [--max-size SIZE] | clear\n"
     "       tensorfs help [COMMAND]\n"
+    "       tensorfs prefetch SOURCE [--tensors GLOB] [--files GLOB] [--quiet] [--verify] [-o OPT]\n"
+    "                         [--cache-dir DIR] [--disk-cache-size SIZE]\n"
     "       tensorfs --help | --version\n"
     "\n"
     "SOURCE is a .safetensors file, a .safetensors.index.json, a .gguf file (or any part of a split set), a PyTorch\n"
@@ -69,6 +71,10 @@ constexpr const char* kUsage =
     "            disk-cache hits, read errors; a mount whose daemon died, with the command that clears it\n"
     "  cache     the disk cache of remote sources: ls, du, prune (least recently read first), clear\n"
     "  help      one command's own usage (also: tensorfs COMMAND --help)\n"
+    "  prefetch  fill the disk cache with SOURCE's weight files (--tensors: the tensors whose names match,\n"
+    "            --files: the weight files whose paths match), max_connections requests in flight; a progress\n"
+    "            line on a terminal (--quiet: none); the last line gives the bytes fetched and the rate;\n"
+    "            --verify: each whole file against the checksum its source publishes (S3: the ETag's MD5)\n"
     "\n"
     "mount options:\n"
     "  -f                 stay in the foreground\n"
@@ -84,6 +90,9 @@ constexpr const char* kUsage =
     "                                         relative to the folder, e.g. model=x-Q4_K_M.gguf)\n"
     "                       cache_dir=DIR     remote sources' disk cache (default $XDG_CACHE_HOME/tensorfs)\n"
     "                       disk_cache_size=SIZE  the most it holds (default 10G; 0: no disk cache)\n"
+    "                       max_connections=N range requests in flight for read-ahead (default 16, at most 64)\n"
+    "                       readahead=SIZE    how far ahead of a sequential reader to fetch, at most (default\n"
+    "                                         64M, and at most half of cache_size)\n"
     "                       dev, nodev, suid, nosuid, exec, noexec, atime, noatime, sync, async, dirsync\n"
     "                       ro, rw (the mount is read-only either way), defaults, auto, noauto, user,\n"
     "                       users, nouser, owner, group, nofail, _netdev, x-*, comment=*, relatime,\n"
@@ -165,6 +174,7 @@ int run(const Arguments& all) {
     if (first == "diff") return diff_command(rest);
     if (first == "status") return status_command(rest);
     if (first == "cache") return cache_command(rest);
+    if (first == "prefetch") return prefetch_command(rest);
     // `tensorfs SOURCE MOUNTPOINT [-o ...]`, the form mount(8) and fstab use.
     if (!first.starts_with("-") && !path_exists(first) && !is_remote_source(first)) {
         return usage_error("'" + first + "' is neither a command nor an existing SOURCE" +

@@ -70,6 +70,17 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
             const auto size = parse_size(option.substr(16));
             if (!size) return "bad disk_cache_size '" + std::string(option.substr(16)) + "' (e.g. 10G; 0 for none)";
             options.source_options.disk_cache_size = *size;
+        } else if (option.starts_with("max_connections=")) {
+            const auto connections = parse_threads(option.substr(16));
+            if (!connections || *connections > kMostConnections) {
+                return "bad max_connections '" + std::string(option.substr(16)) + "' (1 to " +
+                       std::to_string(kMostConnections) + ")";
+            }
+            options.source_options.max_connections = *connections;
+        } else if (option.starts_with("readahead=")) {
+            const auto size = parse_size(option.substr(10));
+            if (!size) return "bad readahead '" + std::string(option.substr(10)) + "' (e.g. 64M; 0 for none)";
+            options.source_options.readahead = *size;
         } else if (libfuse_accepts(std::string(option))) {
             options.fuse_options.emplace_back(option);
         } else {

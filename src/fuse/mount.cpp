@@ -124,9 +124,15 @@ int run_mount(const MountOptions& options) {
     std::unique_ptr<ModelExport> model_export;
     std::unique_ptr<Tree> tree;
     std::unique_ptr<SourceFiles> files;
+    // One memory budget (cache_size): a remote source's fetched blocks (in flight, kept, queued for the disk)
+    // take half of it, the decoded chunks the rest.
+    const std::uint64_t budget = options.cache_size ? options.cache_size : kDefaultCacheBudget;
+    const bool remote = is_remote_source(options.source);
+    const std::uint64_t chunk_budget = remote ? budget - budget / 2 : budget;
     try {
         SourceOptions source_options = options.source_options;
         source_options.counters = stats.remote;
+        source_options.memory_budget = budget / 2;
         raise_open_files_limit();
         OpenedSource opened = open_source(options.source, options.model, source_options);
         folder = std::make_unique<ModelFolder>(std::move(opened.folder));
@@ -143,8 +149,7 @@ int run_mount(const MountOptions& options) {
         for (const auto& problem : invalid.problems()) std::fprintf(stderr, "%s\n", problem.line().c_str());
         return 1;
     }
-    Content content(*catalog, *tree, *files, stats, options.cache_size ? options.cache_size : kDefaultCacheBudget,
-                    model_export.get());
+    Content content(*catalog, *tree, *files, stats, chunk_budget, model_export.get());
     // Parsing the headers took several times the memory the tree keeps (a 100,000-tensor mount: 58 MB, 28 MB
     // after this): give the freed pages back before the daemon forks and serves for days.
     ::malloc_trim(0);

@@ -13,6 +13,15 @@ const char* SourceObject::mapped(std::uint64_t, std::size_t) const { return null
 
 void SourceObject::forget_mapped(std::uint64_t, std::size_t) const {}
 
+std::uint64_t SourceObject::fill_cache(std::uint64_t, std::uint64_t length, const Progress& progress) const {
+    if (progress) progress(length);
+    return 0;
+}
+
+std::optional<bool> SourceObject::matches_published_checksum() const { return std::nullopt; }
+
+void SourceObject::evict_cached() const {}
+
 std::string SourceFolder::missing(const std::string&) const { return "no such file"; }
 
 std::shared_ptr<const SourceObject> SourceFolder::open(const std::string& relative) const {

@@ -1,5 +1,5 @@
 // The bytes of one block of a remote object, shared by its readers, the memory of recent blocks and the disk
-// cache's writer.
+// cache's writer. The blocks of one range request share its buffer (no copy to split it).
 #pragma once
 
 #include <cstddef>
@@ -8,7 +8,8 @@
 namespace tensorfs::remote {
 
 struct Block {
-    std::unique_ptr<char[]> bytes;
+    std::shared_ptr<const char[]> storage;  // the buffer the bytes are in, kept alive by every block in it
+    const char* bytes = nullptr;
     std::size_t length = 0;
 };
 using BlockPtr = std::shared_ptr<const Block>;

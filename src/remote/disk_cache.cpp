@@ -27,8 +27,6 @@ constexpr const char* kTemporaryPrefix = ".tmp-";
 constexpr double kEvictDownTo = 0.9;
 // A temporary file older than this was left by a process that died mid-write.
 constexpr auto kStaleTemporary = std::chrono::minutes(10);
-// Blocks waiting for the writer thread at most (8 MiB each).
-constexpr std::size_t kMaxQueuedWrites = 8;
 
 std::atomic<std::uint64_t> temporary_serial{0};
 
@@ -96,8 +94,11 @@ std::optional<std::string> read_small_file(const fs::path& path) {
 
 }  // namespace
 
-DiskCache::DiskCache(fs::path folder, std::uint64_t budget)
-    : folder_(fs::absolute(folder) / "v1"), budget_(budget) {}
+DiskCache::DiskCache(fs::path folder, std::uint64_t budget, QueuedBytes queued, std::size_t max_queued)
+    : folder_(fs::absolute(folder) / "v1"),
+      budget_(budget),
+      queued_bytes_(std::move(queued)),
+      max_queued_(max_queued) {}
 
 DiskCache::~DiskCache() {
     {
@@ -110,13 +111,21 @@ DiskCache::~DiskCache() {
 
 void DiskCache::write_later(fs::path object, std::uint64_t index, BlockPtr block) {
     std::unique_lock lock(queue_mutex_);
-    queue_changed_.wait(lock, [&] { return queue_.size() < kMaxQueuedWrites; });
+    const std::size_t length = block->length;
+    queue_changed_.wait(lock, [&] { return queue_bytes_ == 0 || queue_bytes_ + length <= max_queued_; });
+    queue_bytes_ += length;
+    if (queued_bytes_) queued_bytes_(static_cast<std::int64_t>(length));
     queue_.push_back(Write{std::move(object), index, std::move(block)});
     if (!writer_.joinable()) {
         start_threads_blocking_exit_signals([this] { writer_ = std::thread([this] { write_queued(); }); });
     }
     lock.unlock();
     queue_changed_.notify_all();
+}
+
+void DiskCache::wait_written() {
+    std::unique_lock lock(queue_mutex_);
+    queue_changed_.wait(lock, [&] { return queue_bytes_ == 0; });
 }
 
 // The writer thread: every queued block, also those queued when the cache is told to stop.
@@ -128,9 +137,13 @@ void DiskCache::write_queued() {
         Write next = std::move(queue_.front());
         queue_.pop_front();
         lock.unlock();
-        queue_changed_.notify_all();
-        write(next.object, next.index, next.block->bytes.get(), next.block->length);
+        write(next.object, next.index, next.block->bytes, next.block->length);
+        const std::size_t length = next.block->length;
+        next.block.reset();
         lock.lock();
+        queue_bytes_ -= length;
+        if (queued_bytes_) queued_bytes_(-static_cast<std::int64_t>(length));
+        queue_changed_.notify_all();
     }
 }
 
@@ -152,25 +165,45 @@ std::optional<fs::path> DiskCache::object_folder(const std::string& key) {
 }
 
 bool DiskCache::read(const fs::path& object, std::uint64_t index, char* dst, std::size_t length) {
+    return read_part(object, index, length, 0, dst, length, true);
+}
+
+bool DiskCache::read_part(const fs::path& object, std::uint64_t index, std::size_t block_length, std::size_t from,
+                          char* dst, std::size_t length, bool touch) {
     const fs::path path = object / (std::to_string(index) + kBlockSuffix);
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     struct stat status {};
-    bool whole = ::fstat(fd, &status) == 0 && static_cast<std::uint64_t>(status.st_size) == length;
+    bool whole = ::fstat(fd, &status) == 0 && static_cast<std::uint64_t>(status.st_size) == block_length;
     std::size_t done = 0;
     while (whole && done < length) {
-        const ssize_t got = ::pread(fd, dst + done, length - done, static_cast<off_t>(done));
+        const ssize_t got = ::pread(fd, dst + done, length - done, static_cast<off_t>(from + done));
         if (got < 0 && errno == EINTR) continue;
         whole = got > 0;
         if (whole) done += static_cast<std::size_t>(got);
     }
-    if (whole) {
-        ::futimens(fd, nullptr);  // now the most recently used: eviction goes by mtime
-    } else {
+    if (!whole) {
         ::unlink(path.c_str());  // not what a finished block looks like: never serve it
+    } else if (touch) {
+        ::futimens(fd, nullptr);  // now the most recently used: eviction goes by mtime
     }
     ::close(fd);
     return whole;
+}
+
+bool DiskCache::has(const fs::path& object, std::uint64_t index, std::size_t block_length) const {
+    struct stat status {};
+    const fs::path path = object / (std::to_string(index) + kBlockSuffix);
+    return ::stat(path.c_str(), &status) == 0 && static_cast<std::uint64_t>(status.st_size) == block_length;
+}
+
+void DiskCache::remove_object(const fs::path& object) {
+    std::error_code error;
+    for (fs::directory_iterator files(object, error), end; !error && files != end; files.increment(error)) {
+        if (files->path().filename().string().ends_with(kBlockSuffix)) ::unlink(files->path().c_str());
+    }
+    const std::lock_guard lock(mutex_);
+    used_.reset();  // counted again at the next write
 }
 
 void DiskCache::write(const fs::path& object, std::uint64_t index, const char* data, std::size_t length) {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -31,8 +32,15 @@ namespace tensorfs::remote {
 
 class DiskCache {
 public:
+    static constexpr std::size_t kMaxQueuedBytes = std::size_t{32} << 20;
+
+    // Told of the bytes that queued writes hold, as they come and go (+) and (-).
+    using QueuedBytes = std::function<void(std::int64_t bytes)>;
+
     // `budget` 0: no disk cache (every lookup misses, nothing is written).
-    DiskCache(std::filesystem::path folder, std::uint64_t budget);
+    // `max_queued`: the most bytes write_later() holds queued (see there).
+    DiskCache(std::filesystem::path folder, std::uint64_t budget, QueuedBytes queued = {},
+              std::size_t max_queued = kMaxQueuedBytes);
     // Finishes the writes still queued.
     ~DiskCache();
     DiskCache(const DiskCache&) = delete;
@@ -48,12 +56,27 @@ public:
     // Block `index` of the object in `object`: true and `length` bytes in `dst` when it is there whole.
     bool read(const std::filesystem::path& object, std::uint64_t index, char* dst, std::size_t length);
 
+    // Bytes [from, from + length) of block `index`, whose whole length is `block_length`, read straight into `dst`
+    // (a reply's buffer: the block is never staged in memory whole). False when the block is not there whole (one
+    // of another length is removed). `touch` marks it used (eviction goes by least recent use).
+    bool read_part(const std::filesystem::path& object, std::uint64_t index, std::size_t block_length,
+                   std::size_t from, char* dst, std::size_t length, bool touch);
+
+    // Whether block `index` is there, `block_length` bytes long.
+    bool has(const std::filesystem::path& object, std::uint64_t index, std::size_t block_length) const;
+
+    // Removes the blocks of the object in `object` (a file that failed its checksum).
+    void remove_object(const std::filesystem::path& object);
+
     // Stores block `index`; failures (disk full, folder removed meanwhile) only mean the block is not kept.
     void write(const std::filesystem::path& object, std::uint64_t index, const char* data, std::size_t length);
 
     // write(), later, on the writer thread (started at the first call: a daemon forks after opening its source).
-    // Waits while kMaxQueuedWrites blocks are queued, so that a disk that cannot keep up bounds the memory held.
+    // Waits while `max_queued` bytes are queued, so that a disk that cannot keep up bounds the memory held.
     void write_later(std::filesystem::path object, std::uint64_t index, BlockPtr block);
+
+    // Returns once every write queued so far is done.
+    void wait_written();
 
 private:
     struct Write {
@@ -68,12 +91,15 @@ private:
 
     const std::filesystem::path folder_;  // DIR/v1, absolute
     const std::uint64_t budget_;
+    const QueuedBytes queued_bytes_;
+    const std::size_t max_queued_;
     std::mutex mutex_;
     std::optional<std::uint64_t> used_;   // this process's estimate of the bytes in the folder; scanned at first
 
     std::mutex queue_mutex_;
     std::condition_variable queue_changed_;
     std::deque<Write> queue_;
+    std::size_t queue_bytes_ = 0;   // of the queued blocks and the one being written
     bool stopping_ = false;
     std::thread writer_;
 };

@@ -1,10 +1,12 @@
 #include "remote_context.hpp"
 
+#include <algorithm>
+
 namespace tensorfs::remote {
 namespace {
 
-// Blocks kept in memory across all objects of a source: the read-ahead window and the blocks being read.
-constexpr std::size_t kRecentBytes = std::size_t{128} << 20;
+// The least memory budget: a few blocks in flight and one being read.
+constexpr std::uint64_t kLeastBudget = std::uint64_t{8} << 20;
 
 }  // namespace
 
@@ -12,27 +14,136 @@ RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentia
                              ExplainRefusal explain)
     : counters_(options.counters != nullptr ? options.counters : std::make_shared<RemoteCounters>()),
       http_(*counters_, std::move(credentials)),
-      disk_(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir, options.disk_cache_size),
-      explain_(std::move(explain)) {}
-
-bool RemoteContext::has_or_fetching(std::uint64_t serial, std::uint64_t index) {
-    const Key key{serial, index};
-    const std::lock_guard lock(mutex_);
-    return recent_index_.count(key) != 0 || in_flight_.count(key) != 0;
+      // The disk's queue holds a quarter of the memory budget at most; the read-ahead's fetches the rest.
+      disk_(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir, options.disk_cache_size,
+            [this](std::int64_t bytes) { queued_for_disk(bytes); },
+            static_cast<std::size_t>(std::min<std::uint64_t>(DiskCache::kMaxQueuedBytes,
+                                                             std::max(options.memory_budget, kLeastBudget) / 4))),
+      explain_(std::move(explain)),
+      max_connections_(std::clamp(options.max_connections, 1u, kMostConnections)),
+      memory_budget_(std::max(options.memory_budget, kLeastBudget)),
+      readahead_limit_(std::min(options.readahead, memory_budget_ / 2)) {
+    counters_->memory_budget.set(static_cast<std::int64_t>(memory_budget_));
+    counters_->max_connections.set(max_connections_);
+    counters_->readahead_limit.set(static_cast<std::int64_t>(readahead_limit_));
 }
 
-void RemoteContext::keep(const Key& key, BlockPtr block) {
+std::shared_future<BlockPtr> RemoteContext::find(std::uint64_t serial, std::uint64_t index) {
+    const Key key{serial, index};
     const std::lock_guard lock(mutex_);
-    in_flight_.erase(key);
-    if (recent_index_.count(key) != 0) return;
-    recent_bytes_ += block->length;
-    recent_.emplace_front(key, std::move(block));
-    recent_index_.emplace(key, recent_.begin());
-    while (recent_bytes_ > kRecentBytes && recent_.size() > 1) {
+    if (const auto found = recent_index_.find(key); found != recent_index_.end()) {
+        recent_.splice(recent_.begin(), recent_, found->second);
+        std::promise<BlockPtr> ready;
+        ready.set_value(found->second->second);
+        return ready.get_future().share();
+    }
+    if (const auto flying = in_flight_.find(key); flying != in_flight_.end()) return flying->second;
+    return {};
+}
+
+RemoteContext::Claim RemoteContext::claim(std::uint64_t serial, std::uint64_t first, std::uint64_t count,
+                                          std::size_t bytes) {
+    Claim claim;
+    claim.serial = serial;
+    claim.first = first;
+    const std::lock_guard lock(mutex_);
+    for (std::uint64_t index = first; index < first + count; ++index) {
+        const Key key{serial, index};
+        if (recent_index_.count(key) != 0 || in_flight_.count(key) != 0) break;
+        claim.promises.emplace_back();
+        in_flight_.emplace(key, claim.promises.back().get_future().share());
+    }
+    if (!claim.promises.empty()) {
+        claim.bytes = bytes;
+        in_flight_bytes_ += bytes;
+        trim();
+        show_memory();
+    }
+    return claim;
+}
+
+bool RemoteContext::claim_ahead(std::uint64_t serial, std::uint64_t first, std::uint64_t count, std::size_t bytes,
+                                Claim& claim) {
+    {
+        const std::lock_guard lock(mutex_);
+        if (connections_ >= max_connections_ || held() + bytes > memory_budget_ - memory_budget_ / 4) return false;
+        ++connections_;
+        counters_->connections_in_use.set(connections_);
+    }
+    claim = this->claim(serial, first, count, bytes);
+    claim.uses_connection = true;
+    if (claim.promises.empty()) end_claim(claim);
+    return true;
+}
+
+void RemoteContext::deliver(Claim& claim, const std::vector<BlockPtr>& blocks) {
+    {
+        const std::lock_guard lock(mutex_);
+        for (std::size_t i = 0; i < claim.promises.size(); ++i) {
+            const Key key{claim.serial, claim.first + i};
+            in_flight_.erase(key);
+            if (recent_index_.count(key) != 0) continue;
+            recent_bytes_ += blocks[i]->length;
+            recent_.emplace_front(key, blocks[i]);
+            recent_index_.emplace(key, recent_.begin());
+        }
+    }
+    for (std::size_t i = 0; i < claim.promises.size(); ++i) claim.promises[i].set_value(blocks[i]);
+    end_claim(claim);
+}
+
+void RemoteContext::give_up(Claim& claim, std::exception_ptr error) {
+    {
+        const std::lock_guard lock(mutex_);
+        for (std::size_t i = 0; i < claim.promises.size(); ++i) in_flight_.erase(Key{claim.serial, claim.first + i});
+    }
+    for (auto& promise : claim.promises) {
+        if (error) {
+            promise.set_exception(error);
+        } else {
+            promise.set_value(nullptr);
+        }
+    }
+    end_claim(claim);
+}
+
+void RemoteContext::end_claim(Claim& claim) {
+    const std::lock_guard lock(mutex_);
+    in_flight_bytes_ -= claim.bytes;
+    claim.bytes = 0;
+    claim.promises.clear();
+    if (claim.uses_connection) {
+        --connections_;
+        counters_->connections_in_use.set(connections_);
+        claim.uses_connection = false;
+    }
+    trim();
+    show_memory();
+}
+
+void RemoteContext::queued_for_disk(std::int64_t bytes) {
+    const std::lock_guard lock(mutex_);
+    queued_bytes_ += bytes;
+    trim();
+    show_memory();
+}
+
+std::uint64_t RemoteContext::held() const {
+    return in_flight_bytes_ + static_cast<std::uint64_t>(std::max<std::int64_t>(0, queued_bytes_));
+}
+
+void RemoteContext::trim() {
+    while (!recent_.empty() && recent_bytes_ + held() > memory_budget_) {
         recent_bytes_ -= recent_.back().second->length;
         recent_index_.erase(recent_.back().first);
         recent_.pop_back();
     }
+}
+
+void RemoteContext::show_memory() {
+    counters_->bytes_in_flight.set(static_cast<std::int64_t>(in_flight_bytes_));
+    counters_->bytes_in_memory.set(static_cast<std::int64_t>(recent_bytes_));
+    counters_->bytes_queued_for_disk.set(queued_bytes_);
 }
 
 }  // namespace tensorfs::remote

@@ -1,8 +1,10 @@
 // What all remote objects of one source share: the HTTP client, the disk cache, the blocks recently fetched (in
-// memory, so that the many 128 KiB - 1 MiB reads inside one block cost one fetch) and the fetches in flight (so
-// that a block wanted by a reader and by the read-ahead at once is fetched once).
+// memory, so that the many 128 KiB reads inside a block cost one fetch), the fetches in flight (so that a block
+// wanted by a reader and by the read-ahead at once is fetched once), the connections the read-ahead may use and
+// the memory budget that blocks in flight, kept in memory and queued for the disk share.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -38,61 +40,78 @@ public:
     // A number for each object, naming it in the keys below.
     std::uint64_t next_serial() { return serial_.fetch_add(1); }
 
-    // Block `index` of object `serial`: from memory, or from the fetch already in flight, or from `load` (run on
-    // this thread, its result kept in memory). Exceptions of `load` reach every caller that waited for it.
-    template <typename Load>
-    BlockPtr block(std::uint64_t serial, std::uint64_t index, Load&& load);
+    // Whether the server's strong ETags are the MD5 of an object's bytes (S3's, for single-part uploads).
+    void set_etags_are_md5() { etags_are_md5_ = true; }
+    bool etags_are_md5() const { return etags_are_md5_; }
 
-    // Whether block `index` of object `serial` is in memory or on its way.
-    bool has_or_fetching(std::uint64_t serial, std::uint64_t index);
+    unsigned max_connections() const { return max_connections_; }
+    // How far ahead of a sequential reader blocks may be fetched: readahead=, at most half the memory budget (the
+    // other half holds the blocks being read and the disk cache's queue).
+    std::uint64_t readahead_limit() const { return readahead_limit_; }
+
+    // Block `index` of object `serial` when it is in memory (a ready future) or on its way; an invalid future
+    // otherwise. A future that gives nullptr was a read-ahead that gave up: the reader fetches the block itself.
+    std::shared_future<BlockPtr> find(std::uint64_t serial, std::uint64_t index);
+
+    // Blocks [first, first + count) of object `serial` claimed for one fetch: the claim stops before the first block
+    // that is in memory or on its way, so `promises` may be fewer than `count` (or none). `bytes` of the memory
+    // budget count as in flight until deliver() or give_up().
+    struct Claim {
+        std::uint64_t serial = 0;
+        std::uint64_t first = 0;
+        std::vector<std::promise<BlockPtr>> promises;
+        std::size_t bytes = 0;
+        bool uses_connection = false;  // a read-ahead's: it holds one of max_connections until it ends
+    };
+    Claim claim(std::uint64_t serial, std::uint64_t first, std::uint64_t count, std::size_t bytes);
+    // A claim for the read-ahead: only when a connection is free and the budget has room for `bytes` in flight.
+    bool claim_ahead(std::uint64_t serial, std::uint64_t first, std::uint64_t count, std::size_t bytes,
+                     Claim& claim);
+
+    // The claimed blocks, fetched (blocks[i] is block first + i): kept in memory and handed to their waiters.
+    void deliver(Claim& claim, const std::vector<BlockPtr>& blocks);
+    // The claimed blocks were not fetched: waiters get `error`, or nullptr (fetch it yourself) when it is null.
+    void give_up(Claim& claim, std::exception_ptr error);
+
+    // Bytes that queued disk writes hold: counted against the budget (the disk cache calls it).
+    void queued_for_disk(std::int64_t bytes);
+
+    // The window of the last sequential reader, shown in the stats.
+    void show_window(std::uint64_t bytes) { counters_->window_bytes.set(static_cast<std::int64_t>(bytes)); }
+
+    // A sequential reader that reached the end of an object leaves its progress here; a reader that starts at the
+    // beginning of another object soon after (the next shard) takes it, and its window stays open.
+    void leave_progress(std::uint64_t bytes) { progress_left_.store(bytes); }
+    std::uint64_t take_progress() { return progress_left_.exchange(0); }
 
 private:
     using Key = std::pair<std::uint64_t, std::uint64_t>;
-    void keep(const Key& key, BlockPtr block);
+    void end_claim(Claim& claim);
+    // Bytes in flight and queued for the disk. Called with mutex_ held.
+    std::uint64_t held() const;
+    // Drops the least recently used blocks until everything fits the budget. Called with mutex_ held.
+    void trim();
+    void show_memory();  // with mutex_ held
 
     std::shared_ptr<RemoteCounters> counters_;
     HttpClient http_;
     DiskCache disk_;
     ExplainRefusal explain_;
     std::atomic<std::uint64_t> serial_{0};
+    const unsigned max_connections_;
+    const std::uint64_t memory_budget_;
+    const std::uint64_t readahead_limit_;
+    std::atomic<std::uint64_t> progress_left_{0};
+    bool etags_are_md5_ = false;  // set before any object opens
 
     std::mutex mutex_;
     std::map<Key, std::shared_future<BlockPtr>> in_flight_;
     std::list<std::pair<Key, BlockPtr>> recent_;  // most recently used first
     std::map<Key, std::list<std::pair<Key, BlockPtr>>::iterator> recent_index_;
     std::size_t recent_bytes_ = 0;
+    std::size_t in_flight_bytes_ = 0;
+    std::int64_t queued_bytes_ = 0;
+    unsigned connections_ = 0;
 };
-
-template <typename Load>
-BlockPtr RemoteContext::block(std::uint64_t serial, std::uint64_t index, Load&& load) {
-    const Key key{serial, index};
-    std::promise<BlockPtr> promise;
-    {
-        std::unique_lock lock(mutex_);
-        if (const auto found = recent_index_.find(key); found != recent_index_.end()) {
-            recent_.splice(recent_.begin(), recent_, found->second);
-            return found->second->second;
-        }
-        if (const auto flying = in_flight_.find(key); flying != in_flight_.end()) {
-            const std::shared_future<BlockPtr> future = flying->second;
-            lock.unlock();
-            return future.get();
-        }
-        in_flight_.emplace(key, promise.get_future().share());
-    }
-    try {
-        BlockPtr loaded = load();
-        keep(key, loaded);
-        promise.set_value(loaded);
-        return loaded;
-    } catch (...) {
-        {
-            const std::lock_guard lock(mutex_);
-            in_flight_.erase(key);
-        }
-        promise.set_exception(std::current_exception());
-        throw;
-    }
-}
 
 }  // namespace tensorfs::remote

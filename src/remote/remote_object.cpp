@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
+#include "digest.hpp"
 #include "log.hpp"
 #include "tensorfs/background_queue.hpp"
 #include "tensorfs/errors.hpp"
@@ -15,12 +17,16 @@ namespace {
 
 // Asked for when an object is opened: a safetensors header or the first GGUF window mostly fits.
 constexpr std::size_t kHeadBytes = 64 << 10;
-// Blocks fetched ahead of a sequential reader, and the threads that fetch them (for all objects of the process).
-constexpr std::uint64_t kReadAheadBlocks = 8;
-constexpr unsigned kReadAheadThreads = 8;
-constexpr std::size_t kMaxQueuedAhead = 32;
-// Where this many recent reads ended is remembered: a read that starts at one of them is sequential.
-constexpr std::size_t kRecentEnds = 32;
+// Streams of reads remembered per object: a reader, the kernel's read-ahead for it, a decoder working ahead.
+constexpr std::size_t kStreams = 8;
+// A read continues a stream when it starts at most kBehind before the stream's end (the kernel and the workers
+// hand over a reader's requests out of order) or at most kGap after it (alignment padding between tensors).
+constexpr std::uint64_t kBehind = std::uint64_t{16} << 20;
+constexpr std::uint64_t kGap = std::uint64_t{128} << 10;
+// A stream that starts this close to an object's beginning may take the progress another object's stream left.
+constexpr std::uint64_t kStartOfObject = std::uint64_t{2} << 20;
+// Range requests queued at most for the fetch threads (one per connection a context may use).
+constexpr std::size_t kMaxQueuedFetches = 1024;
 
 [[noreturn]] void refuse(const std::string& name, const std::string& what) {
     Problems problems;
@@ -29,10 +35,11 @@ constexpr std::size_t kRecentEnds = 32;
     throw InvalidSource({});  // unreachable: throw_if_any threw
 }
 
-// One queue for the whole process, made at the first read-ahead (after a daemon's fork) and ended at exit, after
-// every object: a task holds its object only while it runs.
-BackgroundQueue& read_ahead_queue() {
-    static BackgroundQueue queue(kReadAheadThreads, kMaxQueuedAhead);
+// The threads that fetch ahead of readers, for the whole process, made at the first read-ahead (after a daemon's
+// fork) and ended at exit: a task holds its object only while it runs (its context while it waits). Each context
+// lets at most its max_connections of them fetch at once.
+BackgroundQueue& fetch_queue() {
+    static BackgroundQueue queue(kMostConnections, kMaxQueuedFetches);
     return queue;
 }
 
@@ -111,7 +118,8 @@ RemoteObject::RemoteObject(std::shared_ptr<RemoteContext> context, std::string n
       url_(std::move(url)),
       identity_(std::move(identity)),
       serial_(context_->next_serial()),
-      head_(std::move(head)) {}
+      head_(std::move(head)),
+      disk_state_(new std::atomic<std::uint8_t>[(size() + kBlockBytes - 1) / kBlockBytes]()) {}
 
 void RemoteObject::read(std::uint64_t offset, std::size_t length, void* dst) const {
     if (length == 0) return;
@@ -126,88 +134,305 @@ void RemoteObject::read(std::uint64_t offset, std::size_t length, void* dst) con
     fetch(offset, length, static_cast<char*>(dst));
 }
 
-void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void* dst, std::uint64_t region_begin,
-                                  std::uint64_t region_end) const {
+void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void* dst, std::uint64_t,
+                                  std::uint64_t) const {
     if (length == 0) return;
     if (offset > size() || length > size() - offset) throw IoError(name(), "read past the end of the file");
     if (!head_dropped_.exchange(true)) {
         const std::lock_guard lock(head_mutex_);
         std::string().swap(head_);
     }
-    const std::uint64_t first = offset / kBlockBytes;
-    const std::uint64_t last = (offset + length - 1) / kBlockBytes;
-    // A reader that starts a region or goes on where a read ended gets the next blocks of the region fetched
-    // ahead, the more the further it has come (1 block ahead in the region's first block, up to kReadAheadBlocks):
-    // one that only peeks at a tensor's start costs a block, not a window. The later blocks of a read that spans
-    // several are fetched at once too.
-    const bool sequential = continues_a_read(offset, offset + length) || offset == region_begin;
-    if (sequential && region_end > 0) {
-        const std::uint64_t window = std::min(kReadAheadBlocks, last - region_begin / kBlockBytes + 1);
-        read_ahead(last + 1, std::min(last + window, (std::min(region_end, size()) - 1) / kBlockBytes));
-    }
-    if (last > first) read_ahead(first + 1, last);
+    const Follow followed = follow(offset, offset + length);
+    if (followed.ahead > 0) read_ahead(followed);
 
     auto* out = static_cast<char*>(dst);
-    for (std::uint64_t index = first; index <= last; ++index) {
-        const BlockPtr bytes = block(index);
-        const std::uint64_t start = index * kBlockBytes;
-        const std::uint64_t from = std::max(offset, start);
-        const std::uint64_t to = std::min<std::uint64_t>(offset + length, start + bytes->length);
-        std::memcpy(out, bytes->bytes.get() + (from - start), to - from);
-        out += to - from;
-    }
-}
-
-bool RemoteObject::continues_a_read(std::uint64_t offset, std::uint64_t end) const {
-    const std::lock_guard lock(mutex_);
-    const bool found = std::find(recent_ends_.begin(), recent_ends_.end(), offset) != recent_ends_.end();
-    if (recent_ends_.size() < kRecentEnds) {
-        recent_ends_.push_back(end);
-    } else {
-        recent_ends_[next_end_++ % kRecentEnds] = end;
-    }
-    return found;
-}
-
-void RemoteObject::read_ahead(std::uint64_t first, std::uint64_t last) const {
-    for (std::uint64_t index = first; index <= last && index * kBlockBytes < size(); ++index) {
-        if (context_->has_or_fetching(serial_, index)) continue;
-        std::weak_ptr<const RemoteObject> weak = weak_from_this();
-        read_ahead_queue().offer([weak, index] {
-            const auto self = weak.lock();
-            if (self == nullptr) return;
-            try {
-                self->block(index);
-            } catch (...) {
-                // The reader that wants this block fetches it again and meets the error itself.
+    const std::uint64_t end = offset + length;
+    // A read that is not sequential (yet) fetches its whole block when it lies inside one (at most a block, and
+    // the block lands in the disk cache), else exactly its bytes (never two blocks for one small read).
+    const bool exact = followed.ahead == 0 && offset / kBlockBytes != (end - 1) / kBlockBytes;
+    for (std::uint64_t at = offset; at < end;) {
+        const std::uint64_t index = at / kBlockBytes;
+        const std::uint64_t from = at - index * kBlockBytes;
+        const auto part = static_cast<std::size_t>(std::min<std::uint64_t>(end - at, block_length(index) - from));
+        if (!serve_cached(index, from, part, out)) {
+            if (exact) {
+                // Exactly what is asked, up to the next cached block.
+                std::uint64_t upto = index + 1;
+                while (upto * kBlockBytes < end && !on_disk(upto) && !context_->find(serial_, upto).valid()) ++upto;
+                const std::size_t count = static_cast<std::size_t>(std::min(end, upto * kBlockBytes) - at);
+                fetch(at, count, out);
+                context_->counters().disk_cache_misses.add(1);
+                at += count;
+                out += count;
+                continue;
             }
-        });
+            // The blocks this read still needs, whole, in one request (unless someone fetches them already).
+            const std::uint64_t last = (end - 1) / kBlockBytes;
+            std::size_t bytes = 0;
+            for (std::uint64_t i = index; i <= last; ++i) bytes += block_length(i);
+            RemoteContext::Claim claim = context_->claim(serial_, index, last - index + 1, bytes);
+            if (!claim.promises.empty()) fetch_blocks(claim);
+            if (!serve_cached(index, from, part, out)) {
+                // Dropped from memory already (a budget smaller than one read): this part on its own.
+                fetch(at, part, out);
+            }
+        }
+        at += part;
+        out += part;
     }
 }
 
-BlockPtr RemoteObject::block(std::uint64_t index) const {
-    bool keep_on_disk = false;
-    BlockPtr loaded = context_->block(serial_, index, [&] { return load_block(index, keep_on_disk); });
-    // Kept on disk once its readers have it: a disk that falls behind never holds a block back from them.
-    if (keep_on_disk) context_->disk().write_later(*cache_folder(), index, loaded);
-    return loaded;
+RemoteObject::Follow RemoteObject::follow(std::uint64_t offset, std::uint64_t end) const {
+    const std::lock_guard lock(mutex_);
+    ++tick_;
+    Stream* stream = nullptr;
+    for (Stream& candidate : streams_) {
+        if (offset + kBehind >= candidate.end && offset <= candidate.end + kGap) {
+            stream = &candidate;
+            break;
+        }
+    }
+    Follow followed;
+    if (stream == nullptr) {
+        if (streams_.size() < kStreams) {
+            streams_.emplace_back();
+            stream = &streams_.back();
+        } else {
+            stream = &*std::min_element(streams_.begin(), streams_.end(),
+                                        [](const Stream& a, const Stream& b) { return a.used < b.used; });
+        }
+        *stream = Stream{};
+        stream->end = end;
+        // Once it turns out sequential, its read-ahead starts from its first block: the reads before that were
+        // fetched exactly, and the disk cache should get the whole run.
+        stream->scheduled = offset / kBlockBytes;
+        // The next shard of a reader going through shards in order: its window stays open.
+        if (offset < kStartOfObject) stream->bytes = context_->take_progress();
+    } else if (end > stream->end) {
+        stream->bytes += end - std::max(offset, stream->end);
+        stream->end = end;
+    }
+    stream->used = tick_;
+    if (stream->bytes == 0) return followed;
+    followed.ahead = std::min(context_->readahead_limit(), 2 * stream->bytes);
+    followed.stream_end = stream->end;
+    followed.scheduled = stream->scheduled;
+    context_->show_window(followed.ahead);
+    if (stream->end + followed.ahead >= size()) context_->leave_progress(stream->bytes);
+    return followed;
 }
 
-BlockPtr RemoteObject::load_block(std::uint64_t index, bool& keep_on_disk) const {
-    const std::uint64_t start = index * kBlockBytes;
-    auto loaded = std::make_shared<Block>();
-    loaded->length = static_cast<std::size_t>(std::min<std::uint64_t>(kBlockBytes, size() - start));
-    loaded->bytes.reset(new char[loaded->length]);
-    char* bytes = loaded->bytes.get();
-    const auto& folder = cache_folder();
-    if (folder && context_->disk().read(*folder, index, bytes, loaded->length)) {
+void RemoteObject::record_scheduled(std::uint64_t stream_end, std::uint64_t scheduled) const {
+    const std::lock_guard lock(mutex_);
+    for (Stream& stream : streams_) {
+        if (stream.end == stream_end) stream.scheduled = std::max(stream.scheduled, scheduled);
+    }
+}
+
+void RemoteObject::read_ahead(const Follow& followed) const {
+    if (size() == 0) return;
+    const std::uint64_t last = (std::min(size(), followed.stream_end + followed.ahead) - 1) / kBlockBytes;
+    // Ranges of a share of the window each, so that the window is spread over the connections (a per-connection
+    // cap is why servers are read with many), of 1 block to kRangeBytes.
+    const std::uint64_t range_blocks = std::clamp<std::uint64_t>(
+        context_->readahead_limit() / context_->max_connections() / kBlockBytes, 1, kRangeBytes / kBlockBytes);
+    std::uint64_t index = followed.scheduled;
+    while (index <= last) {
+        if (on_disk(index) || context_->find(serial_, index).valid()) {
+            ++index;
+            continue;
+        }
+        std::uint64_t count = 1;
+        std::size_t bytes = block_length(index);
+        while (count < range_blocks && index + count <= last && !on_disk(index + count)) {
+            bytes += block_length(index + count);
+            ++count;
+        }
+        auto claim = std::make_shared<RemoteContext::Claim>();
+        if (!context_->claim_ahead(serial_, index, count, bytes, *claim)) break;  // no connection or memory free
+        // The claim stops before a block someone else fetches meanwhile: the rest waits for the next round.
+        const std::size_t claimed = claim->promises.size();
+        if (claimed > 0) {
+            std::weak_ptr<const RemoteObject> weak = weak_from_this();
+            const bool queued = fetch_queue().offer([weak, claim, context = context_] {
+                const auto self = weak.lock();
+                if (self == nullptr) return context->give_up(*claim, nullptr);
+                try {
+                    self->fetch_blocks(*claim);
+                } catch (...) {
+                    // Its waiters have the error, or fetch the blocks again themselves.
+                }
+            });
+            if (!queued) {
+                context_->give_up(*claim, nullptr);
+                break;
+            }
+        }
+        index += std::max<std::size_t>(1, claimed);
+    }
+    record_scheduled(followed.stream_end, index);
+}
+
+bool RemoteObject::serve_cached(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst) const {
+    if (const auto found = context_->find(serial_, index); found.valid()) {
+        BlockPtr block;
+        try {
+            block = found.get();
+        } catch (const IoError&) {
+            // The fetch that had it failed: the caller fetches it again and meets the error itself.
+        }
+        if (block != nullptr) {
+            std::memcpy(dst, block->bytes + from, length);
+            return true;
+        }
+    }
+    if (!on_disk(index)) return false;
+    const bool touch = disk_state_[index].exchange(1) != 1;
+    if (context_->disk().read_part(*cache_folder(), index, block_length(index), static_cast<std::size_t>(from), dst,
+                                   length, touch)) {
         context_->counters().disk_cache_hits.add(1);
-        return loaded;
+        return true;
     }
-    context_->counters().disk_cache_misses.add(1);
-    fetch(start, loaded->length, bytes);
-    keep_on_disk = folder.has_value();
-    return loaded;
+    disk_state_[index] = 2;  // evicted meanwhile
+    return false;
+}
+
+bool RemoteObject::on_disk(std::uint64_t index) const {
+    if (!cache_folder()) return false;
+    std::uint8_t state = disk_state_[index].load();
+    if (state == 0) {
+        state = context_->disk().has(*cache_folder(), index, block_length(index)) ? 3 : 2;
+        std::uint8_t unknown = 0;
+        disk_state_[index].compare_exchange_strong(unknown, state);
+        return state != 2;
+    }
+    return state != 2;
+}
+
+void RemoteObject::fetch_blocks(RemoteContext::Claim& claim) const {
+    const std::uint64_t first = claim.first;
+    const std::size_t count = claim.promises.size();
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < count; ++i) bytes += block_length(first + i);
+    try {
+        std::shared_ptr<char[]> buffer(new char[bytes]);
+        fetch(first * kBlockBytes, bytes, buffer.get());
+        context_->counters().disk_cache_misses.add(count);
+        std::vector<BlockPtr> blocks;
+        blocks.reserve(count);
+        std::size_t at = 0;
+        for (std::size_t i = 0; i < count; ++i) {
+            auto block = std::make_shared<Block>();
+            block->storage = buffer;
+            block->bytes = buffer.get() + at;
+            block->length = block_length(first + i);
+            at += block->length;
+            blocks.push_back(std::move(block));
+        }
+        context_->deliver(claim, blocks);
+        // Kept on disk once its readers have it: a disk that falls behind never holds a block back from them.
+        if (const auto& folder = cache_folder()) {
+            for (std::size_t i = 0; i < count; ++i) {
+                context_->disk().write_later(*folder, first + i, blocks[i]);
+                disk_state_[first + i] = 0;  // ask the disk again when it is no longer in memory
+            }
+        }
+    } catch (const IoError&) {
+        context_->give_up(claim, std::current_exception());
+        throw;
+    } catch (...) {
+        context_->give_up(claim, nullptr);  // out of memory: whoever waits tries again itself
+        throw;
+    }
+}
+
+std::uint64_t RemoteObject::fill_cache(std::uint64_t offset, std::uint64_t length, const Progress& progress) const {
+    if (length == 0 || offset >= size()) return 0;
+    if (!cache_folder()) throw IoError(name(), "cannot be kept in the disk cache (it is off, or the server gives "
+                                               "no ETag or Last-Modified)");
+    const std::uint64_t first = offset / kBlockBytes;
+    const std::uint64_t last = (std::min(size(), offset + length) - 1) / kBlockBytes;
+    const std::uint64_t range_blocks = kRangeBytes / kBlockBytes;
+    std::atomic<std::uint64_t> next{first};
+    std::atomic<std::uint64_t> fetched{0};
+    std::mutex error_mutex;
+    std::exception_ptr error;
+    // Each thread takes the next range of blocks, fetches what of it is not on disk in one request and goes on:
+    // max_connections requests in flight, and the memory held bounded by them and the disk cache's queue.
+    const auto fill = [&] {
+        for (;;) {
+            {
+                const std::lock_guard lock(error_mutex);
+                if (error) return;
+            }
+            const std::uint64_t start = next.fetch_add(range_blocks);
+            if (start > last) return;
+            const std::uint64_t end = std::min(last + 1, start + range_blocks);
+            for (std::uint64_t index = start; index < end;) {
+                if (on_disk(index)) {
+                    if (progress) progress(block_length(index));
+                    ++index;
+                    continue;
+                }
+                std::uint64_t count = 1;
+                std::size_t bytes = block_length(index);
+                while (index + count < end && !on_disk(index + count)) bytes += block_length(index + count++);
+                RemoteContext::Claim claim = context_->claim(serial_, index, count, bytes);
+                if (claim.promises.empty()) {
+                    // In memory or on its way already: whoever fetched it queues it for the disk.
+                    if (progress) progress(block_length(index));
+                    ++index;
+                    continue;
+                }
+                const std::uint64_t claimed = claim.promises.size();
+                std::size_t claimed_bytes = 0;
+                for (std::uint64_t i = index; i < index + claimed; ++i) claimed_bytes += block_length(i);
+                try {
+                    fetch_blocks(claim);
+                } catch (...) {
+                    const std::lock_guard lock(error_mutex);
+                    if (!error) error = std::current_exception();
+                    return;
+                }
+                fetched += claimed_bytes;
+                if (progress) progress(claimed_bytes);
+                index += claimed;
+            }
+        }
+    };
+    std::vector<std::thread> threads;
+    for (unsigned i = 1; i < context_->max_connections(); ++i) threads.emplace_back(fill);
+    fill();
+    for (auto& thread : threads) thread.join();
+    context_->disk().wait_written();
+    if (error) std::rethrow_exception(error);
+    return fetched;
+}
+
+std::size_t RemoteObject::block_length(std::uint64_t index) const {
+    return static_cast<std::size_t>(std::min<std::uint64_t>(kBlockBytes, size() - index * kBlockBytes));
+}
+
+std::optional<bool> RemoteObject::matches_published_checksum() const {
+    // An S3 ETag is the MD5 of the object's bytes when it was uploaded in one part (a multipart upload's has a '-').
+    const std::string& etag = identity_.etag;
+    const bool md5 = context_->etags_are_md5() && etag.size() == 34 && etag.front() == '"' && etag.back() == '"' &&
+                     etag.find_first_not_of("0123456789abcdef", 1) == etag.size() - 1;
+    if (!md5) return std::nullopt;
+    Md5 digest;
+    std::vector<char> buffer(kRangeBytes);
+    for (std::uint64_t at = 0; at < size(); at += buffer.size()) {
+        const auto length = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), size() - at));
+        read_in_region(at, length, buffer.data(), 0, size());
+        digest.update(buffer.data(), length);
+    }
+    return digest.hex() == etag.substr(1, 32);
+}
+
+void RemoteObject::evict_cached() const {
+    if (!cache_folder()) return;
+    context_->disk().remove_object(*cache_folder());
+    for (std::uint64_t i = 0; i * kBlockBytes < size(); ++i) disk_state_[i] = 2;
 }
 
 const std::optional<std::filesystem::path>& RemoteObject::cache_folder() const {

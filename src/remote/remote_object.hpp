@@ -1,11 +1,20 @@
 // One file on a web server, the Hub or an object store, read by HTTP range requests.
 //
 // Opening it asks for its first bytes (which the parsers read first anyway) and records its size and identity
-// (ETag, else Last-Modified). Header reads fetch exactly the ranges the parsers ask for. Reads of tensors go by
-// blocks of kBlockBytes, aligned, through the shared memory of recent blocks and the disk cache; a sequential
-// reader gets the next blocks fetched ahead, never past the end of the region (the tensor) it reads. Every range
-// request carries If-Match and If-Range with the recorded ETag, and every answer is checked against the recorded
-// identity and size: an object that changed fails the read with IoError, never serving old and new bytes mixed.
+// (ETag, else Last-Modified). Header reads fetch exactly the ranges the parsers ask for. Reads of tensors follow
+// the reader, not the tensor (read_in_region ignores the region):
+//   - a read that continues none of the object's recent streams fetches its block when it lies inside one, else
+//     exactly its own bytes (when they are not in memory or in the disk cache): a random touch costs 1 MiB at most;
+//   - a read that continues a stream (starts near where one ended) fetches whole blocks of kBlockBytes, and the
+//     read-ahead keeps the blocks up to a window ahead fetched or on their way, in range requests of up to
+//     kRangeBytes on up to max_connections connections; the window is twice what the stream has read in order,
+//     up to readahead=, so it grows only while reads go in order, and it stays open across tensors (their bytes
+//     follow each other in the file) and into the next object (a stream that reached an object's end hands its
+//     progress to the next stream that starts at another object's beginning: the next shard);
+//   - blocks in the disk cache are read straight from their file into the reader's buffer, never staged whole.
+// Every range request carries If-Match and If-Range with the recorded ETag, and every answer is checked against
+// the recorded identity and size: an object that changed fails the read with IoError, never serving old and new
+// bytes mixed.
 #pragma once
 
 #include <atomic>
@@ -23,8 +32,10 @@
 
 namespace tensorfs::remote {
 
-// The unit of fetching and of the disk cache (see docs/benchmarks.md for the measurement behind it).
-inline constexpr std::size_t kBlockBytes = std::size_t{8} << 20;
+// The unit of the disk cache and of the memory of recent blocks; a range request of the read-ahead asks for up to
+// kRangeBytes (several blocks). See docs/benchmarks.md, section "load", for the measurements behind them.
+inline constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
+inline constexpr std::size_t kRangeBytes = std::size_t{8} << 20;
 
 class RemoteObject : public SourceObject, public std::enable_shared_from_this<RemoteObject> {
 public:
@@ -48,19 +59,38 @@ public:
     RemoteObject(std::shared_ptr<RemoteContext> context, std::string name, std::string url, Identity identity,
                  std::string head);
 
+    std::uint64_t fill_cache(std::uint64_t offset, std::uint64_t length, const Progress& progress) const override;
+
+    std::optional<bool> matches_published_checksum() const override;
+    void evict_cached() const override;
+
 private:
-    BlockPtr block(std::uint64_t index) const;
-    // From the disk cache or the network; `keep_on_disk` tells that it came from the network and has a place in
-    // the disk cache.
-    BlockPtr load_block(std::uint64_t index, bool& keep_on_disk) const;
-    void read_ahead(std::uint64_t first, std::uint64_t last) const;
-    // Whether a read at `offset` continues an earlier one (and records where this one ends).
-    bool continues_a_read(std::uint64_t offset, std::uint64_t end) const;
+    // Whether block `index` is in the disk cache (asked of the disk once, then remembered).
+    bool on_disk(std::uint64_t index) const;
+    // The disk cache's folder for this object; nullopt when it is not cached.
+    const std::optional<std::filesystem::path>& cache_folder() const;
+
+    // What a read learns of the reader's stream: how far ahead of the stream's end blocks should be fetched (0: a
+    // read that is not (yet) sequential), and from which block the read-ahead goes on.
+    struct Follow {
+        std::uint64_t ahead = 0;
+        std::uint64_t stream_end = 0;
+        std::uint64_t scheduled = 0;
+    };
+    Follow follow(std::uint64_t offset, std::uint64_t end) const;
+    void read_ahead(const Follow& follow) const;
+    void record_scheduled(std::uint64_t stream_end, std::uint64_t scheduled) const;
+    // Copies bytes [from, from + length) of block `index` to `dst` from memory or the disk cache; false when the
+    // block is in neither.
+    bool serve_cached(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst) const;
+    // Fetches the claimed blocks in one range request, hands them to their waiters and queues them for the disk.
+    // Throws IoError (which the waiters get too) when they cannot be fetched.
+    void fetch_blocks(RemoteContext::Claim& claim) const;
+    std::size_t block_length(std::uint64_t index) const;
     // Fetches bytes [offset, offset + length) into `dst`, checking that the object is still the one opened.
     void fetch(std::uint64_t offset, std::size_t length, char* dst) const;
     [[noreturn]] void changed(const std::string& how) const;
     std::vector<std::string> precondition_headers() const;
-    const std::optional<std::filesystem::path>& cache_folder() const;
 
     std::shared_ptr<RemoteContext> context_;
     const std::string url_;
@@ -75,8 +105,18 @@ private:
 
     mutable std::mutex mutex_;
     mutable std::string location_;      // where `url_` last redirected to: asked directly until it fails
-    mutable std::vector<std::uint64_t> recent_ends_;  // where recent reads ended, for sequential detection
-    mutable std::size_t next_end_ = 0;
+    // The recent streams of reads: where each ended, how much it read in order, up to where its read-ahead was
+    // scheduled, when it was last used (for replacing the oldest).
+    struct Stream {
+        std::uint64_t end = 0;
+        std::uint64_t bytes = 0;
+        std::uint64_t scheduled = 0;  // in blocks
+        std::uint64_t used = 0;
+    };
+    mutable std::vector<Stream> streams_;
+    mutable std::uint64_t tick_ = 0;
+    // Per block: 0 not known, 1 in the disk cache (and marked used by this process), 2 not there when last asked.
+    mutable std::unique_ptr<std::atomic<std::uint8_t>[]> disk_state_;
     mutable std::once_flag cache_folder_once_;
     mutable std::optional<std::filesystem::path> cache_folder_;
     mutable std::atomic<bool> changed_{false};

@@ -238,6 +238,7 @@ ResolvedSource resolve_s3(const std::string& source, const SourceOptions& option
         return response.status_text() + " from " + origin + (what.empty() ? "" : "; " + what);
     };
     auto context = std::make_shared<RemoteContext>(options, std::move(credentials), std::move(explain));
+    context->set_etags_are_md5();
 
     // A key that names a file is opened in the folder of its last '/'; anything else is a prefix.
     std::string file;

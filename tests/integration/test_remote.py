@@ -25,7 +25,8 @@ from tensorfs_mount import (BIN, PROBED_SIDE_FILES, Mount, daemon_pids, is_mount
                             wait_until)
 
 MIB = 1 << 20
-BLOCK = 8 * MIB  # the remote layer's block (src/remote/remote_object.hpp)
+BLOCK = MIB  # the remote layer's block (src/remote/remote_object.hpp)
+READAHEAD = 4 * MIB  # the readahead= the tests that count fetched bytes mount with
 HEAD = 64 << 10  # asked for when a file is opened
 # What a mount of big.safetensors asks for: its first bytes, and each side file probed next to it (none there).
 MOUNT_REQUESTS = 1 + len(PROBED_SIDE_FILES)
@@ -60,6 +61,11 @@ def make_model(folder, seed):
                ("d", rng.standard_normal(5 << 20, dtype=np.float32))]
     spans = write_safetensors(os.path.join(folder, "big.safetensors"), tensors)
     return spans, dict(tensors)
+
+
+def after_blocks_of(offset, size):
+    """Where the first block after those holding bytes [offset, offset + size) begins."""
+    return (offset + size + BLOCK - 1) // BLOCK * BLOCK
 
 
 def stats_of(mount):
@@ -142,10 +148,10 @@ class FetchOnlyWhatIsRead(RemoteModel):
         self.assertEqual(stats_of(m)["requests"], MOUNT_REQUESTS)
         self.assertEqual(stats_of(m)["bytes_fetched"], HEAD)
 
-    def test_reading_one_tensor_fetches_it_and_at_most_a_block_on_each_side(self):
+    def test_reading_one_tensor_fetches_it_and_at_most_the_read_ahead_beyond(self):
         for name, view in (("b", "raw"), ("d", "dequant.f32"), ("a", "raw")):
             with self.subTest(tensor=name, file=view):
-                m = self.mount(cache=tempfile.mkdtemp(dir=self.cache))
+                m = self.mount(None, "-o", f"readahead={READAHEAD}", cache=tempfile.mkdtemp(dir=self.cache))
                 mark = self.log_mark()
                 data = read_file(m.tensor(name, view))
                 if view == "raw":
@@ -157,10 +163,13 @@ class FetchOnlyWhatIsRead(RemoteModel):
                 requests = self.requests_since(mark, at_least=stats_of(m)["requests"] - MOUNT_REQUESTS)
                 fetched = sum(r[3] for r in requests)
                 self.assertGreaterEqual(fetched, size)
-                self.assertLessEqual(fetched, size + 2 * BLOCK)
+                # The read-ahead follows the reader past the tensor's end (the next tensor's bytes), by at most
+                # the window; the first read of a stream (up to the 1 MiB the kernel asks) is fetched exactly, then
+                # again in its blocks (two at most) once the stream is sequential, for the disk cache.
+                self.assertLessEqual(fetched, size + READAHEAD + 3 * BLOCK)
                 for first, last in ranges_of(requests):
                     self.assertGreaterEqual(first, offset - BLOCK)
-                    self.assertLessEqual(last, offset + size + BLOCK)
+                    self.assertLessEqual(last, offset + size + READAHEAD + BLOCK)
                 self.assertTrue(all(r[2] == 206 for r in requests), requests)
                 # Every range request is conditional on the ETag the mount recorded (nginx's: "mtime-size").
                 etag = '"%x-%x"' % (int(os.stat(os.path.join(self.data, "big.safetensors")).st_mtime),
@@ -172,29 +181,32 @@ class FetchOnlyWhatIsRead(RemoteModel):
                 self.assertEqual(stats["retries"], 0)
 
 
-    def test_peeking_at_a_tensor_fetches_a_block_or_two(self):
+    def test_peeking_at_a_tensor_fetches_a_few_blocks_not_the_tensor(self):
+        # The kernel's own read-ahead turns a 4 KiB read() into two sequential reads of up to 1 MiB each; the
+        # second opens a window of twice what the stream read, from the stream's first block: a few MiB of the
+        # tensor's 40, whatever readahead= allows.
         m = self.mount()
         mark = self.log_mark()
         with open(m.tensor("b", "raw"), "rb") as f:
             self.assertEqual(f.read(4096), self.raw_of("b")[:4096])
         fetched = sum(r[3] for r in self.requests_since(mark, at_least=stats_of(m)["requests"] - MOUNT_REQUESTS))
-        self.assertLessEqual(fetched, 2 * BLOCK)
+        self.assertLessEqual(fetched, 8 * BLOCK)
 
 
 class DiskCache(RemoteModel):
-    def test_a_remount_reads_a_cached_tensor_with_no_request(self):
+    def test_a_remount_reads_a_cached_tensor_with_no_request_for_its_bytes(self):
         m = Mount(self.url, "--cache-dir", self.cache).__enter__()
         self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
         self.unmount_and_wait(m)
         mark = self.log_mark()
         m = self.mount()
         self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
-        requests = self.requests_since(mark, at_least=MOUNT_REQUESTS)
-        self.assertEqual(ranges_of(r for r in requests if r[1] == "/big.safetensors"), [(0, HEAD - 1)])  # the mount's
-        stats = stats_of(m)
-        self.assertEqual(stats["requests"], MOUNT_REQUESTS)
-        self.assertGreaterEqual(stats["disk_cache_hits"], 40 * MIB // BLOCK)
-        self.assertEqual(stats["disk_cache_misses"], 0)
+        requests = self.requests_since(mark, at_least=stats_of(m)["requests"])
+        big = [r for r in requests if r[1] == "/big.safetensors"]
+        self.assertEqual(ranges_of(big)[0], (0, HEAD - 1))  # the mount's own
+        # The rest, if any, is the read-ahead going on past the tensor (it follows the reader): never its bytes.
+        self.assertTrue(all(first >= after_blocks_of(*self.spans["b"]) for first, _ in ranges_of(big)[1:]))
+        self.assertGreaterEqual(stats_of(m)["disk_cache_hits"], 40 * MIB // BLOCK)
 
     def test_cat_uses_the_same_cache(self):
         m = Mount(self.url, "--cache-dir", self.cache).__enter__()
@@ -204,7 +216,10 @@ class DiskCache(RemoteModel):
         result = run("cat", self.url, "c", "--raw", "--cache-dir", self.cache, text=False)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(result.stdout, self.raw_of("c"))
-        self.assertEqual(len(self.requests_since(mark, at_least=1)), 1)
+        requests = ranges_of(self.requests_since(mark, at_least=1))
+        self.assertEqual(requests[0], (0, HEAD - 1))  # cat's own first one
+        # The rest, if any, is the read-ahead going on past the tensor (it follows the reader): never its bytes.
+        self.assertTrue(all(first >= after_blocks_of(*self.spans["c"]) for first, _ in requests[1:]), requests)
 
     def test_two_daemons_share_the_cache_at_once(self):
         first, second = self.mount(), self.mount()

@@ -18,7 +18,8 @@ import s3_servers
 from remote_servers import FaultProxy
 from s3_servers import ACCOUNT, BUCKET, PUBLIC_BUCKET, TEMPORARY
 from tensorfs_mount import VECTORS, Mount, daemon_pids, manifest, run, same_floats, wait_until
-from test_remote import BLOCK, HEAD, MOUNT_REQUESTS, make_model, read_file, stats_of, write_safetensors
+from test_remote import (BLOCK, HEAD, MOUNT_REQUESTS, READAHEAD, after_blocks_of, make_model, read_file, stats_of,
+                         write_safetensors)
 
 SHARDED = "safetensors/sharded"
 SECRETS = (ACCOUNT["secret_key"], TEMPORARY["secret_key"], TEMPORARY["session_token"])
@@ -368,7 +369,7 @@ class NetworkFaults(S3Model):
 class SharedRemoteLayer(S3Model):
     def test_only_what_is_read_is_fetched_and_a_remount_reads_from_the_disk_cache(self):
         mark = self.log_mark()
-        m = Mount(self.source, env=self.env()).__enter__()
+        m = Mount(self.source, "-o", f"readahead={READAHEAD}", env=self.env()).__enter__()
         try:
             self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
         finally:
@@ -381,19 +382,22 @@ class SharedRemoteLayer(S3Model):
         offset, size = self.spans["b"]
         fetched = sum(r["bytes"] for r in requests[1:])
         self.assertGreaterEqual(fetched, size)
-        self.assertLessEqual(fetched, size + 2 * BLOCK)
+        self.assertLessEqual(fetched, size + READAHEAD + 3 * BLOCK)
         for request in requests[1:]:
             first, last = map(int, request["range"][len("bytes="):].split("-"))
             self.assertGreaterEqual(first, offset - BLOCK)
-            self.assertLessEqual(last, offset + size + BLOCK)
+            self.assertLessEqual(last, offset + size + READAHEAD + BLOCK)
 
         mark = self.log_mark()
         m = self.mount(self.source)
         self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
         requests = self.requests_since(mark)
-        self.assertEqual(len([r for r in requests if r["path"].endswith("/big.safetensors")]), 1)  # the mount's own
-        self.assertEqual(len(requests), MOUNT_REQUESTS)
-        self.assertEqual(stats_of(m)["disk_cache_misses"], 0)
+        big = [r for r in requests if r["path"].endswith("/big.safetensors")]
+        self.assertEqual(big[0]["range"], f"bytes=0-{HEAD - 1}")  # the mount's own
+        # The rest, if any, is the read-ahead going on past the tensor (it follows the reader): never its bytes.
+        for request in big[1:]:
+            first = int(request["range"][len("bytes="):].split("-")[0])
+            self.assertGreaterEqual(first, after_blocks_of(offset, size))
 
 
 class ObjectOverwritten(S3Model):

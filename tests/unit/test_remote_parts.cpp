@@ -4,11 +4,15 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "remote/digest.hpp"
 #include "remote/disk_cache.hpp"
 #include "remote/hub.hpp"
 #include "remote/url.hpp"
@@ -129,6 +133,77 @@ BOOST_AUTO_TEST_CASE(the_disk_cache_evicts_the_least_recently_used_blocks) {
     BOOST_TEST(fs::exists(*object / "0.block"));   // recently read
     BOOST_TEST(!fs::exists(*object / "1.block"));  // the oldest not read again
     BOOST_TEST(fs::exists(*object / "13.block"));  // just written
+}
+
+BOOST_AUTO_TEST_CASE(the_disk_cache_serves_parts_of_a_block_straight_into_the_reader) {
+    const test::TempFolder folder;
+    DiskCache cache(folder.path(), 1 << 20);
+    const auto object = cache.object_folder("https://h/y.safetensors\netag \"1\"\n");
+    BOOST_REQUIRE(object);
+    std::string block(4000, '\0');
+    for (std::size_t i = 0; i < block.size(); ++i) block[i] = static_cast<char>(i * 7 + 3);
+    BOOST_TEST(!cache.has(*object, 2, block.size()));
+    cache.write(*object, 2, block.data(), block.size());
+    BOOST_TEST(cache.has(*object, 2, block.size()));
+    BOOST_TEST(!cache.has(*object, 2, block.size() + 1));
+    std::string part(100, '\0');
+    BOOST_TEST(cache.read_part(*object, 2, block.size(), 1234, part.data(), part.size(), false));
+    BOOST_TEST(part == block.substr(1234, 100));
+    BOOST_TEST(cache.read_part(*object, 2, block.size(), 3900, part.data(), part.size(), true));
+    BOOST_TEST(part == block.substr(3900, 100));
+    // Asked as a block of another length: not the block this is, never served.
+    BOOST_TEST(!cache.read_part(*object, 2, block.size() - 1, 0, part.data(), part.size(), false));
+    cache.write(*object, 3, block.data(), block.size());
+    cache.remove_object(*object);
+    BOOST_TEST(!cache.has(*object, 3, block.size()));
+}
+
+BOOST_AUTO_TEST_CASE(queued_disk_writes_are_counted_while_they_wait) {
+    const test::TempFolder folder;
+    std::atomic<std::int64_t> queued{0};
+    std::atomic<std::int64_t> most{0};
+    DiskCache cache(folder.path(), 1 << 20, [&](std::int64_t bytes) {
+        const std::int64_t now = queued += bytes;
+        if (now > most) most = now;
+    }, 3000);
+    const auto object = cache.object_folder("key");
+    BOOST_REQUIRE(object);
+    auto bytes = std::make_shared<char[]>(1000);
+    for (int i = 0; i < 20; ++i) {
+        auto block = std::make_shared<Block>();
+        block->storage = bytes;
+        block->bytes = bytes.get();
+        block->length = 1000;
+        cache.write_later(*object, static_cast<std::uint64_t>(i), block);
+    }
+    cache.wait_written();
+    BOOST_TEST(queued.load() == 0);
+    BOOST_TEST(most.load() <= 3000);
+    BOOST_TEST(cache.has(*object, 19, 1000));
+}
+
+BOOST_AUTO_TEST_CASE(digests_match_the_published_test_vectors) {
+    // FIPS 180-4's and RFC 1321's examples, and a million 'a's fed in uneven pieces (more than one padding block).
+    Sha256 abc;
+    abc.update("abc", 3);
+    BOOST_TEST(abc.hex() == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    Md5 md5_abc;
+    md5_abc.update("abc", 3);
+    BOOST_TEST(md5_abc.hex() == "900150983cd24fb0d6963f7d28e17f72");
+    const std::string text = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    Sha256 two_blocks;
+    two_blocks.update(text.data(), text.size());
+    BOOST_TEST(two_blocks.hex() == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    const std::string million(1000000, 'a');
+    Sha256 sha;
+    Md5 md5;
+    for (std::size_t at = 0, piece = 1; at < million.size(); at += piece, piece = piece * 3 % 1000 + 1) {
+        const std::size_t length = std::min(piece, million.size() - at);
+        sha.update(million.data() + at, length);
+        md5.update(million.data() + at, length);
+    }
+    BOOST_TEST(sha.hex() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    BOOST_TEST(md5.hex() == "7707d6ae4e027c70eea2a935c2296f21");
 }
 
 BOOST_AUTO_TEST_CASE(a_disk_cache_of_size_zero_keeps_nothing) {

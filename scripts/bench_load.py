@@ -1,0 +1,289 @@
+"""The `load` figures of scripts/bench (issue 20): whole-model loads over HTTP, each next to its baseline measured in
+the same round, on a model of 64 BF16 tensors of 16 MiB (1 GiB at --scale 1) served by nginx on 127.0.0.1:
+
+- cold `cat MOUNT/model.safetensors`, server capped at 100 MB/s per connection / `aria2c -x16 -s16 -k8M` of it
+- cold, every tensor's raw in order, capped / the same aria2c figure
+- cold cat, uncapped server / one `curl` of the file
+- cold cat through the fault proxy adding 25 ms per answer / through the same proxy without the delay
+- warm (remount on the same disk cache) / a mount of the local file, first pass (the file in the page cache)
+- `tensorfs prefetch` of the model, capped / aria2c
+- cold cat, capped / `rclone mount --vfs-cache-mode full` of the same server (cold), and the same warm
+- random 64-byte touches of a cold mount (numpy.memmap of raw): bytes fetched per touch (from the mount's stats)
+- the daemon's peak RSS during the cold cat / cache_size + 64 MiB
+
+aria2c and rclone are Debian's (`apt-get install aria2 rclone`), installed here when missing: only this benchmark
+needs them."""
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MIB = 1 << 20
+DELAY = 0.025
+CAP = "100m"  # nginx's limit_rate per connection (bytes: 100 MiB/s)
+CACHE_SIZE = 256 * MIB  # the default cache_size, which the RSS row is measured against
+TOUCHES = 64
+
+
+def ensure_tools():
+    missing = [package for tool, package in (("aria2c", "aria2"), ("rclone", "rclone")) if not shutil.which(tool)]
+    if missing:
+        subprocess.run(["apt-get", "install", "-y", *missing], check=True, stdout=subprocess.DEVNULL,
+                       env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+
+
+def write_model(folder, scale):
+    """model.safetensors: 64 BF16 tensors of 16 MiB x scale, random bits."""
+    tensor_bytes = max(MIB, int(16 * MIB * scale)) // 2 * 2
+    names = [f"layers.{i}.weight" for i in range(64)]
+    header, offset = {}, 0
+    for name in names:
+        header[name] = {"dtype": "BF16", "shape": [tensor_bytes // 2], "data_offsets": [offset, offset + tensor_bytes]}
+        offset += tensor_bytes
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path = os.path.join(folder, "model.safetensors")
+    rng = np.random.default_rng(20)
+    with open(path, "wb") as f:
+        f.write(len(text).to_bytes(8, "little") + text)
+        for _ in names:
+            f.write(rng.integers(0, 256, tensor_bytes, dtype=np.uint8).tobytes())
+    return path, names
+
+
+class Nginx:
+    """nginx serving `folder` on two ports: capped (limit_rate per connection) and uncapped; autoindex for rclone."""
+
+    def __init__(self, folder, rs):
+        self.folder = tempfile.mkdtemp(prefix="nginx-load-")
+        self.capped, self.uncapped = rs.free_port(), rs.free_port()
+        user = "user root;" if os.geteuid() == 0 else ""
+        server = "server {{ listen 127.0.0.1:{port}; root {root}; autoindex on; {limit} }}"
+        config = f"""{user}
+worker_processes 2;
+daemon off;
+pid {self.folder}/nginx.pid;
+events {{ worker_connections 1024; }}
+http {{
+    default_type application/octet-stream;
+    sendfile on;
+    keepalive_requests 100000;
+    access_log off;
+    client_body_temp_path {self.folder}/body;
+    {server.format(port=self.capped, root=folder, limit=f"limit_rate {CAP};")}
+    {server.format(port=self.uncapped, root=folder, limit="")}
+}}
+"""
+        with open(os.path.join(self.folder, "nginx.conf"), "w") as f:
+            f.write(config)
+        self.process = subprocess.Popen([rs.NGINX, "-p", self.folder, "-c", "nginx.conf", "-e", "error.log"],
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not rs.wait_until(lambda: rs.port_answers(self.capped) and rs.port_answers(self.uncapped), 30):
+            raise RuntimeError("nginx did not start")
+
+    def stop(self):
+        self.process.send_signal(signal.SIGQUIT)
+        self.process.wait(timeout=60)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def seconds_of(command, **kwargs):
+    started = time.monotonic()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, **kwargs)
+    return time.monotonic() - started
+
+
+def cat_seconds(path):
+    return seconds_of(["cat", path])
+
+
+class Load:
+    def __init__(self, bench, rs, model, names):
+        self.bench, self.rs, self.model, self.names = bench, rs, model, names
+        self.size = os.path.getsize(model)
+
+    def cache(self):
+        return tempfile.mkdtemp(prefix="cache-", dir=self.bench.work)
+
+    def mount(self, url, cache, *options):
+        return self.bench.mount(url, "--cache-dir", cache, *options)
+
+    def unmount(self, mountpoint):
+        """Unmounts and waits for the daemon to end: it writes the blocks still queued for the disk cache first."""
+        pid = self.bench.daemon_pid(mountpoint)
+        self.bench.unmount(mountpoint)
+        self.rs.wait_until(lambda: not os.path.exists(f"/proc/{pid}"))
+
+    def cold_cat(self, url, *options):
+        cache = self.cache()
+        mountpoint = self.mount(url, cache, *options)
+        elapsed = cat_seconds(os.path.join(mountpoint, "model.safetensors"))
+        self.unmount(mountpoint)
+        return elapsed, cache
+
+    def cold_raws(self, url):
+        cache = self.cache()
+        mountpoint = self.mount(url, cache)
+        elapsed = seconds_of(["cat", *[os.path.join(mountpoint, name, "raw") for name in self.names]])
+        self.unmount(mountpoint)
+        shutil.rmtree(cache)
+        return elapsed
+
+    def aria2c(self, url):
+        out = tempfile.mkdtemp(prefix="aria2-", dir=self.bench.work)
+        elapsed = seconds_of(["aria2c", "-q", "-x16", "-s16", "-k8M", "--file-allocation=none", "-d", out,
+                              "-o", "model.safetensors", url])
+        shutil.rmtree(out)
+        return elapsed
+
+    def curl(self, url):
+        return seconds_of(["curl", "-sf", "-o", "/dev/null", url])
+
+    def rclone(self, port):
+        """Cold, then warm (cat again on the same mount, from rclone's own cache) seconds of a whole-file cat."""
+        mountpoint = tempfile.mkdtemp(prefix="rclone-", dir=self.bench.work)
+        cache = self.cache()
+        process = subprocess.Popen(["rclone", "mount", ":http:", mountpoint, "--http-url", f"http://127.0.0.1:{port}/",
+                                    "--vfs-cache-mode", "full", "--cache-dir", cache, "--read-only"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            path = os.path.join(mountpoint, "model.safetensors")
+            if not self.rs.wait_until(lambda: os.path.exists(path), 60):
+                raise RuntimeError("rclone mount did not come up")
+            cold = cat_seconds(path)
+            warm = cat_seconds(path)
+        finally:
+            subprocess.run(["fusermount3", "-u", mountpoint])
+            process.wait(timeout=60)
+            os.rmdir(mountpoint)
+            shutil.rmtree(cache, ignore_errors=True)
+        return cold, warm
+
+    def peak_rss_of_cold_cat(self, url):
+        cache = self.cache()
+        mountpoint = self.mount(url, cache)
+        pid = self.bench.daemon_pid(mountpoint)
+        peak, done = [0], threading.Event()
+
+        def sample():
+            while not done.is_set():
+                try:
+                    with open(f"/proc/{pid}/status") as f:
+                        for line in f:
+                            if line.startswith("VmRSS:"):
+                                peak[0] = max(peak[0], int(line.split()[1]) * 1024)
+                except OSError:
+                    return
+                time.sleep(0.01)
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        cat_seconds(os.path.join(mountpoint, "model.safetensors"))
+        done.set()
+        sampler.join()
+        self.unmount(mountpoint)
+        shutil.rmtree(cache)
+        return peak[0]
+
+    def fetched_per_touch(self, url):
+        cache = self.cache()
+        mountpoint = self.mount(url, cache)
+        stats = os.path.join(mountpoint, ".tensorfs", "stats.json")
+        before = json.load(open(stats))["remote"]["bytes_fetched"]
+        rng = random.Random(1)
+        for _ in range(TOUCHES):
+            name = rng.choice(self.names)
+            view = np.memmap(os.path.join(mountpoint, name, "raw"), dtype=np.uint8, mode="r")
+            int(view[rng.randrange(0, len(view) - 64):][:64].sum())
+            del view
+        after = json.load(open(stats))["remote"]["bytes_fetched"]
+        self.unmount(mountpoint)
+        shutil.rmtree(cache)
+        return (after - before) / TOUCHES
+
+    def prefetch(self, url):
+        cache = self.cache()
+        elapsed = seconds_of([self.bench.tensorfs, "prefetch", url, "--cache-dir", cache, "--quiet"])
+        shutil.rmtree(cache)
+        return elapsed
+
+
+def run(bench, scale):
+    ensure_tools()
+    os.environ.setdefault("TENSORFS_BIN", bench.tensorfs)
+    os.environ.setdefault("TENSORFS_TEST_DATA", os.path.join(ROOT, "tests", "data"))
+    os.environ.update({"NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"})
+    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+    import remote_servers as rs
+    folder = tempfile.mkdtemp(prefix="load-", dir=bench.work)
+    model, names = write_model(folder, scale)
+    server = Nginx(folder, rs)
+    proxy = rs.FaultProxy(server.uncapped)
+    load = Load(bench, rs, model, names)
+    capped = f"http://127.0.0.1:{server.capped}/model.safetensors"
+    uncapped = f"http://127.0.0.1:{server.uncapped}/model.safetensors"
+    through_proxy = f"http://127.0.0.1:{proxy.port}/model.safetensors"
+    rows = {key: [] for key in ("cat", "raws", "uncapped", "delay", "warm", "prefetch", "rclone", "rclone_warm",
+                                "touch", "rss")}
+    try:
+        bench.warm(model)
+        for _ in range(bench.rounds):
+            aria = load.aria2c(capped)
+            cold, cache = load.cold_cat(capped)
+            rows["cat"].append((aria, cold))
+            rows["raws"].append((aria, load.cold_raws(capped)))
+            mountpoint = load.mount(capped, cache)
+            warm = cat_seconds(os.path.join(mountpoint, "model.safetensors"))
+            load.unmount(mountpoint)
+            shutil.rmtree(cache)
+            mountpoint = bench.mount(model)
+            local = cat_seconds(os.path.join(mountpoint, "model.safetensors"))
+            load.unmount(mountpoint)
+            rows["warm"].append((local, warm))
+            uncapped_cold, cache = load.cold_cat(uncapped)
+            shutil.rmtree(cache)
+            rows["uncapped"].append((load.curl(uncapped), uncapped_cold))
+            proxy.delay = 0
+            undelayed, cache = load.cold_cat(through_proxy)
+            shutil.rmtree(cache)
+            proxy.delay = DELAY
+            delayed, cache = load.cold_cat(through_proxy)
+            shutil.rmtree(cache)
+            proxy.delay = 0
+            rows["delay"].append((undelayed, delayed))
+            rows["prefetch"].append((aria, load.prefetch(capped)))
+            rclone_cold, rclone_warm = load.rclone(server.capped)
+            rows["rclone"].append((rclone_cold, cold))
+            rows["rclone_warm"].append((rclone_warm, warm))
+            rows["touch"].append((load.fetched_per_touch(capped), MIB))
+            rows["rss"].append((load.peak_rss_of_cold_cat(capped), CACHE_SIZE + 64 * MIB))
+    finally:
+        proxy.stop()
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+    gib = load.size / (1 << 30)
+    # Speeds as ratios: (baseline seconds, tensorfs seconds) -> tensorfs speed / baseline speed.
+    def speed_row(what, key, target):
+        bench.row(what, [(load.size / t, load.size / b) for b, t in rows[key]], "GB/s", target, 1e9)
+
+    speed_row(f"L1. cold cat model.safetensors ({gib:.2f} GiB), {CAP}/conn / aria2c -x16", "cat", ">= 0.9")
+    speed_row("L2. cold, every raw in order, capped / aria2c -x16", "raws", ">= 0.9")
+    speed_row("L3. cold cat, uncapped server / one curl", "uncapped", ">= 0.9")
+    speed_row("L4. cold cat, 25 ms added per answer / no delay (same proxy)", "delay", ">= 0.8")
+    speed_row("L5. warm (remount, disk cache) / local-file mount, first pass", "warm", ">= 0.9")
+    speed_row("L6. tensorfs prefetch, capped / aria2c -x16", "prefetch", ">= 0.9")
+    speed_row("L7. cold cat, capped / rclone mount --vfs-cache-mode full, cold", "rclone", ">= 1.5")
+    speed_row("L7. warm cat (remount) / rclone mount, warm (its cache)", "rclone_warm", "> 1")
+    bench.row("L8. random 64-byte memmap touch, cold: MiB fetched per touch / 1 MiB", rows["touch"], "MiB", "<= 1",
+              MIB)
+    bench.row("L9. daemon peak RSS, cold cat / cache_size + 64 MiB", rows["rss"], "MiB", "<= 1", MIB)

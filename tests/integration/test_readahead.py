@@ -1,0 +1,234 @@
+"""Read-ahead that follows the reader (issue 20), checked for correctness only, never for time: the bytes stay
+right while the window grows, across tensor and file (shard) boundaries and when a reader switches between random
+and sequential reads; a random 64-byte touch fetches at most a megabyte (counted by the mount's own stats); the
+memory that fetched blocks hold stays within its budget (through stats.json); and `tensorfs prefetch` fills the
+disk cache so that a second run and a mount fetch nothing more, and --verify finds a corrupt cached block."""
+import json
+import mmap
+import os
+import random
+import re
+import shutil
+import tempfile
+import threading
+import unittest
+
+import numpy as np
+
+import test_s3  # for its S3Model (imported as a module, so that its tests do not run here again)
+from tensorfs_mount import Mount, read_file, run
+from test_remote import MIB, RemoteModel, stats_of, write_safetensors
+
+CHUNKS = (4096, 128 << 10, 1 << 20, 3 * MIB + 17, 77)  # read sizes that cross block and tensor edges unevenly
+
+
+class FollowTheReader(RemoteModel):
+    def read_in_odd_chunks(self, path):
+        out = bytearray()
+        with open(path, "rb", buffering=0) as f:
+            i = 0
+            while True:
+                data = f.read(CHUNKS[i % len(CHUNKS)])
+                if not data:
+                    return bytes(out)
+                out += data
+                i += 1
+
+    def test_every_raw_in_order_and_model_safetensors_are_the_source_bytes(self):
+        m = self.mount(None, "-o", "readahead=8M,max_connections=3")
+        for name in ("a", "b", "c", "d"):
+            self.assertEqual(self.read_in_odd_chunks(m.tensor(name, "raw")), self.raw_of(name), name)
+        stats = stats_of(m)
+        self.assertGreater(stats["readahead"]["window_bytes"], 0)
+        self.assertEqual(stats["readahead"]["limit_bytes"], 8 * MIB)
+        self.assertEqual(stats["readahead"]["max_connections"], 3)
+        with Mount(os.path.join(self.data, "big.safetensors")) as local:
+            expected = read_file(os.path.join(local.path, "model.safetensors"))
+        cold = self.mount(cache=tempfile.mkdtemp(dir=self.cache))
+        self.assertEqual(self.read_in_odd_chunks(os.path.join(cold.path, "model.safetensors")), expected)
+
+    def test_random_and_sequential_reads_switching(self):
+        m = self.mount()
+        offset, size = self.spans["b"]
+        expected = self.raw_of("b")
+        rng = random.Random(7)
+        with open(m.tensor("b", "raw"), "rb", buffering=0) as f:
+            fd = f.fileno()
+            at = 0
+            for _ in range(40):
+                if rng.random() < 0.5:
+                    at = rng.randrange(0, size - 64)  # a jump
+                    length = rng.choice((64, 4096, 200000))
+                else:
+                    length = rng.choice((128 << 10, 1 << 20))  # on from where the last read ended
+                data = os.pread(fd, length, at)
+                self.assertEqual(data, expected[at:at + length], (at, length))
+                at = min(at + len(data), size - 1)
+
+    def test_a_random_64_byte_touch_fetches_at_most_a_megabyte(self):
+        m = self.mount()
+        name = "b"
+        offset, size = self.spans[name]
+        expected = np.frombuffer(self.raw_of(name), dtype="<f4")
+        before = stats_of(m)["bytes_fetched"]
+        view = np.memmap(m.tensor(name, "raw"), dtype="<f4", mode="r")
+        rng = random.Random(3)
+        touches = 16
+        # Places 2 MiB apart at least, so that no touch finds another's bytes in the page cache.
+        places = rng.sample(range(0, size // (2 * MIB)), touches)
+        for place in places:
+            index = (place * 2 * MIB + rng.randrange(0, MIB)) // 4
+            self.assertEqual(view[index:index + 16].tobytes(), expected[index:index + 16].tobytes())
+        del view
+        fetched = stats_of(m)["bytes_fetched"] - before
+        self.assertLessEqual(fetched, touches * MIB, f"{fetched / touches / MIB:.2f} MiB per touch")
+
+    def test_fetched_blocks_stay_within_the_memory_budget(self):
+        # cache_size=32M: 16 MiB for fetched blocks (in flight, kept, queued for the disk), the rest for chunks.
+        m = self.mount(None, "-o", "cache_size=32M,max_connections=4")
+        samples, done = [], threading.Event()
+
+        def sample():
+            while not done.is_set():
+                samples.append(stats_of(m)["memory"])
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            for name in ("a", "b", "c", "d"):
+                self.assertEqual(read_file(m.tensor(name, "raw")), self.raw_of(name))
+        finally:
+            done.set()
+            sampler.join(60)
+        self.assertTrue(samples)
+        for memory in samples:
+            self.assertEqual(memory["budget_bytes"], 16 * MIB)
+            held = memory["in_flight_bytes"] + memory["recent_blocks_bytes"] + memory["queued_for_disk_bytes"]
+            # A reader's own fetch (a block or two) is never refused, whatever the read-ahead holds.
+            self.assertLessEqual(held, memory["budget_bytes"] + 2 * MIB, memory)
+
+
+class Shards(unittest.TestCase):
+    """Two shards read in order, through model.safetensors and through every raw."""
+
+    @classmethod
+    def setUpClass(cls):
+        from remote_servers import Nginx, use_remote_environment
+        use_remote_environment()
+        cls.data = tempfile.mkdtemp(prefix="tensorfs-shards-")
+        rng = np.random.default_rng(5)
+        cls.raws = {}
+        weight_map = {}
+        for shard, names in ((1, ("s1.a", "s1.b")), (2, ("s2.a", "s2.b"))):
+            file = f"model-0000{shard}-of-00002.safetensors"
+            tensors = [(n, rng.standard_normal(3 * MIB // 4 + 1000, dtype=np.float32)) for n in names]
+            write_safetensors(os.path.join(cls.data, file), tensors)
+            for n, array in tensors:
+                cls.raws[n] = array.tobytes()
+                weight_map[n] = file
+        with open(os.path.join(cls.data, "model.safetensors.index.json"), "w") as f:
+            json.dump({"metadata": {}, "weight_map": weight_map}, f)
+        cls.server = Nginx(cls.data)
+        cls.url = f"http://127.0.0.1:{cls.server.http}/model.safetensors.index.json"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        shutil.rmtree(cls.data, ignore_errors=True)
+
+    def test_shards_in_order_give_the_source_bytes(self):
+        cache = tempfile.mkdtemp(prefix="tensorfs-cache-")
+        self.addCleanup(shutil.rmtree, cache, ignore_errors=True)
+        with Mount(self.url, "--cache-dir", cache) as m:
+            for name in ("s1.a", "s1.b", "s2.a", "s2.b"):
+                self.assertEqual(read_file(m.tensor(name, "raw")), self.raws[name], name)
+        with Mount(os.path.join(self.data, "model.safetensors.index.json")) as local:
+            expected = read_file(os.path.join(local.path, "model.safetensors"))
+        with Mount(self.url, "--cache-dir", tempfile.mkdtemp(dir=cache)) as m:
+            self.assertEqual(read_file(os.path.join(m.path, "model.safetensors")), expected)
+
+
+class Prefetch(RemoteModel):
+    def prefetch(self, *args):
+        return run("prefetch", self.url, "--cache-dir", self.cache, *args)
+
+    @staticmethod
+    def fetched_bytes(result):
+        found = re.search(r"\((\d+) bytes\)", result.stdout.strip().splitlines()[-1])
+        return int(found[1])
+
+    def test_prefetch_fills_the_cache_and_a_second_run_fetches_nothing(self):
+        first = self.prefetch("--quiet")
+        self.assertEqual(first.returncode, 0, first.stderr)
+        self.assertEqual(self.fetched_bytes(first), len(self.bytes))
+        second = self.prefetch()
+        self.assertEqual(second.returncode, 0, second.stderr)
+        self.assertEqual(self.fetched_bytes(second), 0)
+        # A mount of the same source reads every tensor with no request but its own first one.
+        m = self.mount()
+        for name in ("a", "b", "c", "d"):
+            self.assertEqual(read_file(m.tensor(name, "raw")), self.raw_of(name))
+        self.assertEqual(stats_of(m)["requests"], 1)
+
+    def test_prefetch_of_some_tensors(self):
+        result = self.prefetch("--quiet", "--tensors", "[cd]")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        size = self.spans["c"][1] + self.spans["d"][1]
+        fetched = self.fetched_bytes(result)
+        # Whole blocks around the tensors' bytes: at most a block more on each side.
+        self.assertGreaterEqual(fetched, size)
+        self.assertLessEqual(fetched, size + 2 * MIB)
+        m = self.mount()
+        self.assertEqual(read_file(m.tensor("c", "raw")), self.raw_of("c"))
+        self.assertEqual(read_file(m.tensor("d", "raw")), self.raw_of("d"))
+        self.assertEqual(stats_of(m)["requests"], 1)
+
+    def test_verify_says_a_web_server_publishes_no_checksum(self):
+        result = self.prefetch("--quiet", "--verify")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("big.safetensors: no checksum", result.stdout)
+
+    def test_prefetch_of_nothing_that_matches_is_an_error(self):
+        result = self.prefetch("--quiet", "--tensors", "nothing*")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("nothing matches", result.stderr)
+
+
+class PrefetchVerify(test_s3.S3Model):
+    def prefetch(self, *args):
+        return run("prefetch", self.source, "--quiet", *args, env=self.env())
+
+    def block_files(self):
+        found = []
+        for folder, _, names in os.walk(self.cache):
+            found += [os.path.join(folder, n) for n in names if n.endswith(".block") and not n.startswith(".")]
+        return sorted(found)
+
+    def test_verify_against_the_etag_md5_and_a_corrupt_block_is_named_and_evicted(self):
+        result = self.prefetch("--verify")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("big.safetensors: checksum matches", result.stdout)
+        blocks = self.block_files()
+        self.assertEqual(len(blocks), (len(self.bytes) + MIB - 1) // MIB)
+        # One byte of one cached block flipped on disk: the next verification finds it.
+        with open(blocks[len(blocks) // 2], "r+b") as f:
+            first = f.read(1)
+            f.seek(0)
+            f.write(bytes([first[0] ^ 0xFF]))
+        result = self.prefetch("--verify")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("big.safetensors: does not match the checksum", result.stderr)
+        self.assertEqual(self.block_files(), [])
+        # Fetched again, right this time.
+        result = self.prefetch("--verify")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("checksum matches", result.stdout)
+
+    def test_a_file_fetched_in_part_is_not_verified(self):
+        result = self.prefetch("--verify", "--tensors", "a")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("not verified", result.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
