@@ -58,6 +58,14 @@ constexpr CommandHelp kCommands[] = {
      "Error metrics of B against A, tensor by tensor: differing values, max |a-b|, RMSE, relative RMSE, cosine,\n"
      "SNR. --names gguf pairs Hugging Face names with a GGUF's (auto: when exactly one side is a GGUF). --json:\n"
      "JSON Lines, --csv: CSV. Exit 0 when equal, 1 when anything differs, 2 on an error.\n"},
+    {"prefetch",
+     "usage: tensorfs prefetch SOURCE [--tensors GLOB] [--files GLOB] [--quiet] [--verify] [-o OPT]\n"
+     "                        [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+     "\n"
+     "Fills the disk cache with SOURCE's weight files (--tensors: the tensors whose names match, --files: the\n"
+     "weight files whose paths match), max_connections requests in flight; a progress line on a terminal\n"
+     "(--quiet: none); the last line gives the bytes fetched and the rate. --verify: each whole file against the\n"
+     "checksum its source publishes (the Hub's LFS sha256, S3's checksum or single-part ETag).\n"},
     {"status",
      "usage: tensorfs status [--json]\n"
      "\n"

@@ -49,7 +49,8 @@ void add_one(DiffSums& sums, float a, float b) {
     sums.sum_ab += da * db;
 }
 
-double lanes_sum(Doubles4 v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+// By reference: a 32-byte vector passed by value changes the ABI between the AVX2 clone and the default one.
+double lanes_sum(const Doubles4& v) { return (v[0] + v[1]) + (v[2] + v[3]); }
 
 }  // namespace
 
