@@ -14,6 +14,8 @@ packages=(g++ cmake make pkg-config libfuse3-dev fuse3 nlohmann-json3-dev libsim
 # libexpat1-dev reads S3's XML answers (src/remote/xml.cpp), zlib1g-dev checks zip entries' CRC-32
 # (src/format/crc32.cpp).
 packages+=(libexpat1-dev zlib1g-dev)
+# libssl-dev: OpenSSL's libcrypto computes the digests `prefetch --verify` checks (src/remote/digest.cpp).
+packages+=(libssl-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,42 +1,30 @@
 // The digests that stores publish for whole files, computed over a file's bytes to check a download against them:
-// SHA-256 (the Hub's LFS oid, S3's x-amz-checksum-sha256) and MD5 (S3's ETag of a single-part upload).
+// SHA-256 (the Hub's LFS oid, S3's x-amz-checksum-sha256) and MD5 (S3's ETag of a single-part upload). Computed by
+// OpenSSL's libcrypto, the library libcurl's TLS already loads.
 #pragma once
 
-#include <array>
 #include <cstddef>
-#include <cstdint>
+#include <memory>
 #include <string>
+
+struct evp_md_ctx_st;
 
 namespace tensorfs::remote {
 
-class Sha256 {
+class Digest {
 public:
-    Sha256();
+    enum class Kind { Sha256, Md5 };
+
+    explicit Digest(Kind kind);
     void update(const void* data, std::size_t length);
-    // The digest as 64 lower-case hex digits; the object is spent afterwards.
+    // The digest as lower-case hex digits; the object is spent afterwards.
     std::string hex();
 
 private:
-    void block(const std::uint8_t* data);
-    std::array<std::uint32_t, 8> state_;
-    std::array<std::uint8_t, 64> buffer_{};
-    std::size_t buffered_ = 0;
-    std::uint64_t length_ = 0;
-};
-
-class Md5 {
-public:
-    Md5();
-    void update(const void* data, std::size_t length);
-    // The digest as 32 lower-case hex digits; the object is spent afterwards.
-    std::string hex();
-
-private:
-    void block(const std::uint8_t* data);
-    std::array<std::uint32_t, 4> state_;
-    std::array<std::uint8_t, 64> buffer_{};
-    std::size_t buffered_ = 0;
-    std::uint64_t length_ = 0;
+    struct Free {
+        void operator()(evp_md_ctx_st* context) const;
+    };
+    std::unique_ptr<evp_md_ctx_st, Free> context_;
 };
 
 }  // namespace tensorfs::remote

@@ -419,7 +419,7 @@ std::optional<bool> RemoteObject::matches_published_checksum() const {
     const bool md5 = context_->etags_are_md5() && etag.size() == 34 && etag.front() == '"' && etag.back() == '"' &&
                      etag.find_first_not_of("0123456789abcdef", 1) == etag.size() - 1;
     if (!md5) return std::nullopt;
-    Md5 digest;
+    Digest digest(Digest::Kind::Md5);
     std::vector<char> buffer(kRangeBytes);
     for (std::uint64_t at = 0; at < size(); at += buffer.size()) {
         const auto length = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), size() - at));
