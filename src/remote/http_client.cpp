@@ -144,6 +144,10 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
         response.bucket_region = trimmed(line.substr(20));
     } else if (header_is(line, "x-amz-checksum-sha256")) {
         response.checksum_sha256 = trimmed(line.substr(22));
+    } else if (header_is(line, "x-amz-server-side-encryption")) {
+        response.encryption = trimmed(line.substr(29));
+    } else if (header_is(line, "x-amz-server-side-encryption-customer-algorithm")) {
+        response.encryption = "SSE-C";
     }
     return size * count;
 }

@@ -58,6 +58,7 @@ struct Response {
     std::string error_code;      // <Code> of an S3 error body ("NoSuchKey", "AccessDenied"...)
     std::string bucket_region;   // where S3 says the bucket is (x-amz-bucket-region, or <Region> of its error)
     std::string checksum_sha256; // S3's x-amz-checksum-sha256 (base64), sent when asked with x-amz-checksum-mode
+    std::string encryption;      // S3's x-amz-server-side-encryption ("AES256", "aws:kms"...), or "SSE-C"
     std::uint64_t body_bytes = 0;
     bool overflow = false;       // the body was longer than the room given, so the transfer was cut
     std::string body;            // the body when no buffer was given; the start of an error's body otherwise

@@ -130,7 +130,9 @@ std::vector<nlohmann::json> hub_tree(RemoteContext& context, const std::string& 
                       (recursive ? "?recursive=true" : "");
     std::vector<nlohmann::json> files;
     for (int page = 0; !url.empty(); ++page) {
-        if (page == kMaxListingPages) refuse(name, "the Hub's listing has more than " + std::to_string(page) + " pages");
+        if (page == kMaxListingPages) {
+            refuse(name, "the Hub's listing has more than " + std::to_string(page) + " pages");
+        }
         Request request;
         request.url = url;
         request.capacity = kMaxListingBytes;

@@ -8,7 +8,8 @@ namespace tensorfs::remote {
 
 std::optional<std::string> sha256_of_s3_checksum(const std::string& value) { return hex_of_base64(value, 32); }
 
-std::optional<std::string> md5_of_s3_etag(const std::string& etag) {
+std::optional<std::string> md5_of_s3_etag(const std::string& etag, const std::string& encryption) {
+    if (!encryption.empty() && encryption != "AES256") return std::nullopt;
     const bool md5 = etag.size() == 34 && etag.front() == '"' && etag.back() == '"' &&
                      etag.find_first_not_of("0123456789abcdef", 1) == etag.size() - 1;
     if (!md5) return std::nullopt;
@@ -33,7 +34,7 @@ ChecksumLookup s3_checksum_lookup(std::shared_ptr<RemoteContext> context) {
         if (const auto sha256 = sha256_of_s3_checksum(response.checksum_sha256)) {
             return PublishedChecksum{Digest::Kind::Sha256, *sha256, "x-amz-checksum-sha256"};
         }
-        if (const auto md5 = md5_of_s3_etag(object.etag())) {
+        if (const auto md5 = md5_of_s3_etag(object.etag(), response.encryption)) {
             return PublishedChecksum{Digest::Kind::Md5, *md5, "the ETag's MD5"};
         }
         return std::nullopt;
