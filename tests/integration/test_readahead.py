@@ -19,9 +19,8 @@ import numpy as np
 
 import test_s3  # for its S3Model (imported as a module, so that its tests do not run here again)
 from tensorfs_mount import Mount, read_file, run
-import remote_servers
-from remote_servers import HUB_REPO, Nginx, remote_env
-from test_remote import MIB, MOUNT_REQUESTS, RemoteModel, make_model, stats_of, write_safetensors
+from remote_servers import HUB_REPO, remote_env
+from test_remote import MIB, MOUNT_REQUESTS, RemoteModel, stats_of, write_safetensors
 
 CHUNKS = (4096, 128 << 10, 1 << 20, 3 * MIB + 17, 77)  # read sizes that cross block and tensor edges unevenly
 
@@ -272,22 +271,9 @@ class PrefetchFromTheHub(RemoteModel, CorruptBlock):
     has besides: config.json, a tokenizer.json larger than what a mount reads when it opens a file, and a file in a
     subfolder. The Hub's listing gives the LFS sha256 of the weights, computed by the stand-in with hashlib."""
 
-    @classmethod
-    def setUpClass(cls):
-        remote_servers.use_remote_environment()
-        cls.data = tempfile.mkdtemp(prefix="tensorfs-remote-data-")
-        cls.spans, cls.values = make_model(cls.data, 2)
-        with open(os.path.join(cls.data, "big.safetensors"), "rb") as f:
-            cls.bytes = f.read()
-        rng = random.Random(20)
-        cls.side = {"config.json": b'{"model_type": "test"}\n',
-                    "tokenizer.json": bytes(rng.getrandbits(8) for _ in range(3 * MIB + 5)),
-                    "extra/notes.txt": b"notes\n"}
-        for path, data in cls.side.items():
-            os.makedirs(os.path.dirname(os.path.join(cls.data, path)), exist_ok=True)
-            with open(os.path.join(cls.data, path), "wb") as f:
-                f.write(data)
-        cls.server = Nginx(cls.data)
+    other_files = side = {"config.json": b'{"model_type": "test"}\n',
+                          "tokenizer.json": random.Random(20).randbytes(3 * MIB + 5),
+                          "extra/notes.txt": b"notes\n"}
 
     def prefetch(self, *args, source=f"hf://{HUB_REPO}/big.safetensors"):
         env = remote_env(self.cache, {"HF_ENDPOINT": f"http://127.0.0.1:{self.server.hub}"})
