@@ -8,9 +8,11 @@ import hashlib
 import json
 import mmap
 import os
+import pty
 import random
 import re
 import shutil
+import subprocess
 import tempfile
 import threading
 import unittest
@@ -18,7 +20,7 @@ import unittest
 import numpy as np
 
 import test_s3  # for its S3Model (imported as a module, so that its tests do not run here again)
-from tensorfs_mount import Mount, read_file, run
+from tensorfs_mount import BIN, Mount, read_file, run
 from remote_servers import HUB_REPO, remote_env
 from test_remote import MIB, MOUNT_REQUESTS, RemoteModel, stats_of, write_safetensors
 
@@ -308,6 +310,38 @@ class PrefetchFromTheHub(RemoteModel, CorruptBlock):
         self.assertEqual(read_file(os.path.join(m.path, "source", "tokenizer.json")), self.side["tokenizer.json"])
         self.assertEqual(read_file(os.path.join(m.path, "tokenizer.json")), self.side["tokenizer.json"])
         self.assertEqual(stats_of(m)["requests"], before)
+
+    def test_files_on_a_terminal_show_the_progress_line(self):
+        leader, follower = pty.openpty()
+        shown = bytearray()
+
+        def read_terminal():
+            while True:
+                try:
+                    data = os.read(leader, 4096)
+                except OSError:  # EIO: the last writer closed the terminal
+                    return
+                if not data:
+                    return
+                shown.extend(data)
+
+        reader = threading.Thread(target=read_terminal)
+        reader.start()
+        try:
+            env = remote_env(self.cache, {"HF_ENDPOINT": f"http://127.0.0.1:{self.server.hub}"})
+            result = subprocess.run([BIN, "prefetch", f"hf://{HUB_REPO}", "--cache-dir", self.cache, "--files",
+                                     "*.json"], stdout=subprocess.PIPE, stderr=follower, text=True, env=env,
+                                    timeout=120)
+        finally:
+            os.close(follower)
+            reader.join(timeout=60)
+            os.close(leader)
+        self.assertEqual(result.returncode, 0)
+        total = len(self.side["config.json"]) + len(self.side["tokenizer.json"])
+        self.assertEqual(self.fetched_bytes(result), total)
+        # The line is redrawn in place (\r); the terminal turns its final \n into \r\n.
+        drawn = [line for line in shown.decode().split("\r") if line.strip()]
+        self.assertRegex(drawn[-1], rf"^prefetching hf://{HUB_REPO}: 3\.0 MiB of 3\.0 MiB \(100%\), ")
 
     def test_files_with_verify_checks_weights_and_says_no_checksum_for_the_rest(self):
         result = self.prefetch("--files", "*", "--verify", source=f"hf://{HUB_REPO}")
