@@ -7,7 +7,6 @@
 #include <sys/statvfs.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -236,7 +235,7 @@ bool served_from_page_cache(fuse_req_t req, Filesystem& fs, Node node, off_t off
     if (off < 0 || size > kLargestQuickRead) return false;
     const auto served = fs.content.source_range(node, static_cast<std::uint64_t>(off), size);
     if (!served) return false;
-    thread_local std::array<char, kLargestQuickRead> buffer;
+    thread_local std::vector<char> buffer(kLargestQuickRead);  // on the heap: only the loop's thread uses one
     if (served->length > 0 && !fs.files.read_if_cached(served->file, served->offset, served->length, buffer.data())) {
         return false;  // the worker reads it, or meets the same error and answers EIO
     }
