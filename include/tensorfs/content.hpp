@@ -85,6 +85,8 @@ public:
     std::optional<FileSlice> source_slice(Node node, std::uint64_t offset, std::size_t length) const;
     // The same slice, not counted: for a look at where the bytes are before serving the read.
     std::optional<FileSlice> source_range(Node node, std::uint64_t offset, std::size_t length) const;
+    // Counts a read of `node` served from its source_range (source_slice does it itself).
+    void count_source_read(Node node, const FileSlice& slice) const;
     // Reads a slice's bytes into `dst` (from the source, never from its mapping). Throws IoError.
     void read_slice(const FileSlice& slice, void* dst) const {
         if (slice.tensor == nullptr) return files_.read_of_file(slice.file, slice.offset, slice.length, dst);

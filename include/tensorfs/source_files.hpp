@@ -39,6 +39,11 @@ public:
         files_[file]->read_in_region(offset, length, dst, 0, files_[file]->size());
     }
 
+    // SourceObject::read_if_cached of file `file`.
+    bool read_if_cached(std::uint32_t file, std::uint64_t offset, std::size_t length, void* dst) const {
+        return files_[file]->read_if_cached(offset, length, dst);
+    }
+
     // SourceObject::mapped and forget_mapped of file `file`.
     const char* mapped(std::uint32_t file, std::uint64_t offset, std::size_t length) const {
         return files_[file]->mapped(offset, length);

@@ -47,6 +47,11 @@ public:
     // use read() then. Throws IoError when the file is now shorter than offset + length.
     virtual const char* mapped(std::uint64_t offset, std::size_t length) const;
 
+    // Copies [offset, offset + length) into `dst` only if every byte is in the page cache already (no waiting for
+    // the disk or the network) and says whether it did; false also for any error, which read() then meets.
+    // Remote objects: always false.
+    virtual bool read_if_cached(std::uint64_t offset, std::size_t length, void* dst) const;
+
     // Tells that a mapped range was copied and its pages need not stay in this process's page tables.
     virtual void forget_mapped(std::uint64_t offset, std::size_t length) const;
 

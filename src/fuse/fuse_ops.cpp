@@ -2,19 +2,18 @@
 #include "fuse_ops.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <new>
 #include <vector>
 
+#include "request_loop.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/names.hpp"
 
@@ -37,7 +36,6 @@ constexpr blksize_t kFileBlockSize = 1 << 20;
 
 // The largest read of `raw` the loop's thread answers itself (when its pages are in the page cache).
 constexpr std::size_t kLargestQuickRead = 128 << 10;
-const std::size_t kPageBytes = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 
 Filesystem& filesystem_of(fuse_req_t req) { return *static_cast<Filesystem*>(fuse_req_userdata(req)); }
 
@@ -200,6 +198,14 @@ LatencyHistogram* read_latency_of(Stats& stats, NodeKind kind) {
     }
 }
 
+void observe_latency(Filesystem& fs, NodeKind kind, std::chrono::steady_clock::time_point arrived) {
+    if (LatencyHistogram* latency = read_latency_of(fs.content.stats(), kind)) {
+        const auto elapsed = std::chrono::steady_clock::now() - arrived;
+        latency->observe(
+            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
+    }
+}
+
 void serve_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, std::chrono::steady_clock::time_point arrived) {
     Filesystem& fs = filesystem_of(req);
     const auto node = fs.tree.node_of(ino);
@@ -215,37 +221,29 @@ void serve_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, std::chr
         count_reply(fs, iov.empty() ? fuse_reply_buf(req, nullptr, 0)
                                     : fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size())));
     });
-    if (LatencyHistogram* latency = read_latency_of(fs.content.stats(), node->kind)) {
-        const auto elapsed = std::chrono::steady_clock::now() - arrived;
-        latency->observe(
-            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
-    }
+    observe_latency(fs, node->kind, arrived);
 }
 
-// Whether a read of a file served from the source (raw, or a view in the tensor's own encoding) is a copy of a few
-// pages already in the page cache, which the loop's thread may answer itself: handing 4 KiB random reads to a
-// worker cost a third of their speed (a thread more to wake for each). Anything that could wait (a page still on
-// disk, a remote source, a decode) goes to the workers.
-bool is_quick_source_read(Filesystem& fs, Node node, off_t off, size_t size) {
+// Answers a read of a file served from the source (raw, or a view in the tensor's own encoding) on the loop's
+// thread when it is a copy of a few pages already in the page cache, and says whether it did: handing 4 KiB random
+// reads to a worker cost a third of their speed (a thread more to wake for each). One preadv2(RWF_NOWAIT) both
+// checks and copies: it stops where a page would have to come from the disk, and a remote source never copies
+// here (mincore over the source's mapping and a reply from it cost a page fault more for each page not yet mapped
+// in this process). Anything that could wait goes to the workers.
+bool served_from_page_cache(fuse_req_t req, Filesystem& fs, Node node, off_t off, size_t size,
+                            std::chrono::steady_clock::time_point arrived) {
     if (off < 0 || size > kLargestQuickRead) return false;
     const auto served = fs.content.source_range(node, static_cast<std::uint64_t>(off), size);
     if (!served) return false;
-    const Content::FileSlice& slice = *served;
-    if (slice.length == 0) return true;  // at or past the end: an empty reply
-    try {
-        // nullptr: a remote source, or a file that could not be mapped.
-        const char* mapped = fs.files.mapped(slice.file, slice.offset, slice.length);
-        if (mapped == nullptr) return false;
-        const auto start = reinterpret_cast<std::uintptr_t>(mapped) / kPageBytes * kPageBytes;
-        const std::size_t pages = (reinterpret_cast<std::uintptr_t>(mapped) + slice.length - start + kPageBytes - 1) /
-                                  kPageBytes;
-        std::array<unsigned char, kLargestQuickRead / 4096 + 2> resident;  // pages are 4 KiB or larger
-        if (::mincore(reinterpret_cast<void*>(start), pages * kPageBytes, resident.data()) != 0) return false;
-        return std::all_of(resident.begin(), resident.begin() + static_cast<std::ptrdiff_t>(pages),
-                           [](unsigned char page) { return (page & 1) != 0; });
-    } catch (const IoError&) {
-        return false;  // the worker meets the same error and answers EIO
+    thread_local std::vector<char> buffer(kLargestQuickRead);  // on the heap: only the loop's thread uses one
+    if (served->length > 0 && !fs.files.read_if_cached(served->file, served->offset, served->length, buffer.data())) {
+        return false;  // the worker reads it, or meets the same error and answers EIO
     }
+    fs.content.count_source_read(node, *served);
+    count_reply(fs, fuse_reply_buf(req, buffer.data(), served->length));
+    observe_latency(fs, node.kind, arrived);
+    poll_after_this_request();
+    return true;
 }
 
 // Reads go to the read workers when there are some (mount.cpp says why), but for quick ones of the source's bytes
@@ -256,11 +254,9 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
     Filesystem& fs = filesystem_of(req);
     if (fs.read_workers != nullptr) {
         const auto node = fs.tree.node_of(ino);
-        const bool quick = node && is_quick_source_read(fs, *node, off, size);
-        if (!quick) {
-            fs.read_workers->offer([=] { serve_read(req, ino, size, off, arrived); });  // never refused: unbounded
-            return;
-        }
+        if (node && served_from_page_cache(req, fs, *node, off, size, arrived)) return;
+        fs.read_workers->offer([=] { serve_read(req, ino, size, off, arrived); });  // never refused: unbounded
+        return;
     }
     serve_read(req, ino, size, off, arrived);
 }

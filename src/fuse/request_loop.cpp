@@ -16,9 +16,13 @@ namespace {
 // walker's work, the kernel's and ours) takes about 15 us, so this covers a stream with room to spare.
 constexpr std::chrono::microseconds kPollFor{100};
 
+// Set by poll_after_this_request while the loop's thread processes a request.
+thread_local bool poll_requested = false;
+
 // Whether the request is one of those a client sends only after the answer to the one before: the requests of a
-// walk. Reads are not: the kernel keeps several in flight for a sequential reader (read-ahead), they go to the read
-// workers, and polling after them only takes a CPU from the workers and the reader (raw's first pass 5-15% slower).
+// walk. Reads in general are not: the kernel keeps several in flight for a sequential reader (read-ahead), they go
+// to the read workers, and polling after them only takes a CPU from the workers and the reader (raw's first pass
+// 5-15% slower). A read answered on the loop's thread asks for polling itself (poll_after_this_request).
 bool is_ping_pong(const fuse_buf& request) {
     if ((request.flags & FUSE_BUF_IS_FD) != 0) return false;  // spliced: only a read's data comes that way
     return static_cast<const fuse_in_header*>(request.mem)->opcode != FUSE_READ;
@@ -31,6 +35,8 @@ void sleep_until_readable(int fd) {
 }
 
 }  // namespace
+
+void poll_after_this_request() { poll_requested = true; }
 
 int run_request_loop(fuse_session* session) {
     const int fd = fuse_session_fd(session);
@@ -53,9 +59,10 @@ int run_request_loop(fuse_session* session) {
         if (received == -EINTR) continue;
         if (received < 0) failure = received;
         if (received <= 0) break;  // 0: unmounted (or the session ended)
-        const bool poll_next = is_ping_pong(request);
+        poll_requested = false;
+        const bool ping_pong = is_ping_pong(request);
         fuse_session_process_buf(session, &request);
-        if (poll_next) poll_until = std::chrono::steady_clock::now() + kPollFor;
+        if (ping_pong || poll_requested) poll_until = std::chrono::steady_clock::now() + kPollFor;
     }
     std::free(request.mem);
     fuse_session_reset(session);

@@ -15,6 +15,11 @@
 
 namespace tensorfs {
 
+// Called by an operation that answered a read on the loop's thread (a page-cache hit: see fuse_ops.cpp): its
+// reader may be one that sends each read once the one before was answered (4 KiB random reads), so the loop polls
+// for the next request as it does after a walk's requests. Without it, such reads ran at a third of the speed.
+void poll_after_this_request();
+
 // Runs until the session ends (unmount, or a signal that ends it); what fuse_session_loop returns.
 int run_request_loop(fuse_session* session);
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -56,6 +57,22 @@ public:
             offset += static_cast<std::uint64_t>(got);
             length -= static_cast<std::size_t>(got);
         }
+    }
+
+    // preadv2 with RWF_NOWAIT copies what the page cache holds and stops (EAGAIN, or a short count) where a page
+    // would have to be read from the disk.
+    bool read_if_cached(std::uint64_t offset, std::size_t length, void* dst) const override {
+        auto* out = static_cast<char*>(dst);
+        while (length > 0) {
+            iovec into{out, length};
+            const ssize_t got = ::preadv2(fd_, &into, 1, static_cast<off_t>(offset), RWF_NOWAIT);
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) return false;  // EAGAIN: not cached; 0: the file shrank; or an error
+            out += got;
+            offset += static_cast<std::uint64_t>(got);
+            length -= static_cast<std::size_t>(got);
+        }
+        return true;
     }
 
     const char* mapped(std::uint64_t offset, std::size_t length) const override {

@@ -11,6 +11,8 @@ void SourceObject::read_in_region(std::uint64_t offset, std::size_t length, void
 
 const char* SourceObject::mapped(std::uint64_t, std::size_t) const { return nullptr; }
 
+bool SourceObject::read_if_cached(std::uint64_t, std::size_t, void*) const { return false; }
+
 void SourceObject::forget_mapped(std::uint64_t, std::size_t) const {}
 
 std::uint64_t SourceObject::fill_cache(std::uint64_t, std::uint64_t length, const Progress& progress) const {

@@ -152,11 +152,14 @@ std::optional<Content::FileSlice> Content::source_range(Node node, std::uint64_t
 
 std::optional<Content::FileSlice> Content::source_slice(Node node, std::uint64_t offset, std::size_t length) const {
     const auto slice = source_range(node, offset, length);
-    if (!slice) return std::nullopt;
+    if (slice) count_source_read(node, *slice);
+    return slice;
+}
+
+void Content::count_source_read(Node node, const FileSlice& slice) const {
     FileKindCounters& counters = *counters_of(node.kind);
     counters.reads.add(1);
-    counters.bytes.add(slice->length);
-    return slice;
+    counters.bytes.add(slice.length);
 }
 
 void Content::add_text(const std::string& text, std::uint64_t offset, std::size_t length, ReadPieces& pieces) {

@@ -65,6 +65,19 @@ BOOST_AUTO_TEST_CASE(a_local_file_reads_and_names_itself_as_given) {
     BOOST_CHECK_THROW(file->read(8, 4, bytes), IoError);
 }
 
+// The mount answers a read on its request thread only when read_if_cached copied every byte; anything else (here:
+// bytes the file no longer has) must say false, so that a worker reads them and answers the error.
+BOOST_AUTO_TEST_CASE(a_local_file_copies_cached_bytes_and_says_false_where_it_cannot) {
+    const test::TempFolder folder;
+    folder.write("x.bin", std::string("0123456789"));  // just written: its pages are in the page cache
+    const auto file = LocalFolder(folder.path()).open("x.bin");
+    char bytes[4];
+    BOOST_TEST(file->read_if_cached(3, 4, bytes));
+    BOOST_TEST(std::string(bytes, 4) == "3456");
+    std::filesystem::resize_file(folder.path() / "x.bin", 5);
+    BOOST_TEST(!file->read_if_cached(3, 4, bytes));
+}
+
 BOOST_AUTO_TEST_CASE(a_missing_file_is_nullptr_and_a_folder_is_refused) {
     const test::TempFolder folder;
     folder.write("sub/x.bin", std::string("x"));
