@@ -57,6 +57,8 @@ struct Response {
     std::string error_code;      // <Code> of an S3 error body ("NoSuchKey", "AccessDenied"...)
     std::string bucket_region;   // where S3 says the bucket is (x-amz-bucket-region, or <Region> of its error)
     std::uint64_t body_bytes = 0;
+    std::uint64_t first_byte_us = 0;  // from sending the request to the first byte of the answer
+    std::uint64_t total_us = 0;       // from sending the request to the answer's last byte
     bool overflow = false;       // the body was longer than the room given, so the transfer was cut
     std::string body;            // the body when no buffer was given; the start of an error's body otherwise
 

@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -25,6 +26,11 @@ constexpr std::uint64_t kBehind = std::uint64_t{16} << 20;
 constexpr std::uint64_t kGap = std::uint64_t{128} << 10;
 // A stream that starts this close to an object's beginning may take the progress another object's stream left.
 constexpr std::uint64_t kStartOfObject = std::uint64_t{2} << 20;
+// A stream whose last kCalmReads reads found their bytes fetched (none waited for the network) reads slower than
+// the network brings them: its window shrinks to what it reads while a range request is answered (twice that), at
+// least kLeastWindow.
+constexpr unsigned kCalmReads = 16;
+constexpr std::uint64_t kLeastWindow = std::uint64_t{4} << 20;
 // Range requests queued at most for the fetch threads (one per connection a context may use).
 constexpr std::size_t kMaxQueuedFetches = 1024;
 
@@ -150,11 +156,13 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
     // A read that is not sequential (yet) fetches its whole block when it lies inside one (at most a block, and
     // the block lands in the disk cache), else exactly its bytes (never two blocks for one small read).
     const bool exact = followed.ahead == 0 && offset / kBlockBytes != (end - 1) / kBlockBytes;
+    bool waited = false;  // for the network
     for (std::uint64_t at = offset; at < end;) {
         const std::uint64_t index = at / kBlockBytes;
         const std::uint64_t from = at - index * kBlockBytes;
         const auto part = static_cast<std::size_t>(std::min<std::uint64_t>(end - at, block_length(index) - from));
-        if (!serve_cached(index, from, part, out)) {
+        if (!serve_cached(index, from, part, out, &waited)) {
+            waited = true;
             if (exact) {
                 // Exactly what is asked, up to the next cached block.
                 std::uint64_t upto = index + 1;
@@ -162,6 +170,7 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
                 const std::size_t count = static_cast<std::size_t>(std::min(end, upto * kBlockBytes) - at);
                 fetch(at, count, out);
                 context_->counters().disk_cache_misses.add(1);
+                keep_fetched(at, count, out);
                 at += count;
                 out += count;
                 continue;
@@ -172,7 +181,7 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
             for (std::uint64_t i = index; i <= last; ++i) bytes += block_length(i);
             RemoteContext::Claim claim = context_->claim(serial_, index, last - index + 1, bytes);
             if (!claim.promises.empty()) fetch_blocks(claim);
-            if (!serve_cached(index, from, part, out)) {
+            if (!serve_cached(index, from, part, out, &waited)) {
                 // Dropped from memory already (a budget smaller than one read): this part on its own.
                 fetch(at, part, out);
             }
@@ -180,6 +189,7 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
         at += part;
         out += part;
     }
+    if (followed.ahead > 0) record_wait(followed.id, waited);
 }
 
 RemoteObject::Follow RemoteObject::follow(std::uint64_t offset, std::uint64_t end) const {
@@ -202,6 +212,8 @@ RemoteObject::Follow RemoteObject::follow(std::uint64_t offset, std::uint64_t en
                                         [](const Stream& a, const Stream& b) { return a.used < b.used; });
         }
         *stream = Stream{};
+        stream->id = tick_;
+        stream->started = std::chrono::steady_clock::now();
         stream->end = end;
         // Once it turns out sequential, its read-ahead starts from its first block: the reads before that were
         // fetched exactly, and the disk cache should get the whole run.
@@ -214,12 +226,29 @@ RemoteObject::Follow RemoteObject::follow(std::uint64_t offset, std::uint64_t en
     }
     stream->used = tick_;
     if (stream->bytes == 0) return followed;
+    followed.id = stream->id;
+    // Twice what the stream read in order: the window opens as fast as the reader goes on, up to readahead=.
     followed.ahead = std::min(context_->readahead_limit(), 2 * stream->bytes);
+    const double range_seconds = context_->range_seconds();
+    const std::chrono::duration<double> reading = std::chrono::steady_clock::now() - stream->started;
+    if (stream->calm >= kCalmReads && range_seconds > 0 && reading.count() > 0) {
+        // A reader slower than the network: bytes in flight of its rate times a range request's round trip, twice.
+        const double rate = static_cast<double>(stream->bytes) / reading.count();
+        const auto wanted = static_cast<std::uint64_t>(2 * rate * range_seconds);
+        followed.ahead = std::min(followed.ahead, std::max(kLeastWindow, wanted));
+    }
     followed.stream_end = stream->end;
     followed.scheduled = stream->scheduled;
     context_->show_window(followed.ahead);
     if (stream->end + followed.ahead >= size()) context_->leave_progress(stream->bytes);
     return followed;
+}
+
+void RemoteObject::record_wait(std::uint64_t id, bool waited) const {
+    const std::lock_guard lock(mutex_);
+    for (Stream& stream : streams_) {
+        if (stream.id == id) stream.calm = waited ? 0 : stream.calm + 1;
+    }
 }
 
 void RemoteObject::record_scheduled(std::uint64_t stream_end, std::uint64_t scheduled) const {
@@ -273,8 +302,10 @@ void RemoteObject::read_ahead(const Follow& followed) const {
     record_scheduled(followed.stream_end, index);
 }
 
-bool RemoteObject::serve_cached(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst) const {
+bool RemoteObject::serve_cached(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst,
+                                bool* waited) const {
     if (const auto found = context_->find(serial_, index); found.valid()) {
+        if (waited != nullptr && found.wait_for(std::chrono::seconds(0)) != std::future_status::ready) *waited = true;
         BlockPtr block;
         try {
             block = found.get();
@@ -316,33 +347,90 @@ void RemoteObject::fetch_blocks(RemoteContext::Claim& claim) const {
     for (std::size_t i = 0; i < count; ++i) bytes += block_length(first + i);
     try {
         std::shared_ptr<char[]> buffer(new char[bytes]);
-        fetch(first * kBlockBytes, bytes, buffer.get());
-        context_->counters().disk_cache_misses.add(count);
-        std::vector<BlockPtr> blocks;
-        blocks.reserve(count);
+        // What exact reads kept of these blocks is not asked again: the rest comes in one request per gap.
+        std::size_t gap = 0;
         std::size_t at = 0;
         for (std::size_t i = 0; i < count; ++i) {
-            auto block = std::make_shared<Block>();
-            block->storage = buffer;
-            block->bytes = buffer.get() + at;
-            block->length = block_length(first + i);
-            at += block->length;
-            blocks.push_back(std::move(block));
-        }
-        context_->deliver(claim, blocks);
-        // Kept on disk once its readers have it: a disk that falls behind never holds a block back from them.
-        if (const auto& folder = cache_folder()) {
-            for (std::size_t i = 0; i < count; ++i) {
-                context_->disk().write_later(*folder, first + i, blocks[i]);
-                disk_state_[first + i] = 0;  // ask the disk again when it is no longer in memory
+            if (auto piece = context_->take_piece(serial_, first + i)) {
+                const std::size_t piece_at = at + piece->begin;
+                std::memcpy(buffer.get() + piece_at, piece->bytes.data(), piece->bytes.size());
+                if (piece_at > gap) fetch(first * kBlockBytes + gap, piece_at - gap, buffer.get() + gap);
+                gap = piece_at + piece->bytes.size();
             }
+            at += block_length(first + i);
         }
+        if (bytes > gap) fetch(first * kBlockBytes + gap, bytes - gap, buffer.get() + gap);
+        context_->counters().disk_cache_misses.add(count);
+        hand_over(claim, std::move(buffer));
     } catch (const IoError&) {
         context_->give_up(claim, std::current_exception());
         throw;
     } catch (...) {
         context_->give_up(claim, nullptr);  // out of memory: whoever waits tries again itself
         throw;
+    }
+}
+
+void RemoteObject::hand_over(RemoteContext::Claim& claim, std::shared_ptr<char[]> buffer) const {
+    const std::uint64_t first = claim.first;
+    const std::size_t count = claim.promises.size();
+    std::vector<BlockPtr> blocks;
+    blocks.reserve(count);
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        auto block = std::make_shared<Block>();
+        block->storage = buffer;
+        block->bytes = buffer.get() + at;
+        block->length = block_length(first + i);
+        at += block->length;
+        blocks.push_back(std::move(block));
+    }
+    context_->deliver(claim, blocks);
+    // Kept on disk once its readers have it: a disk that falls behind never holds a block back from them.
+    if (const auto& folder = cache_folder()) {
+        for (std::size_t i = 0; i < count; ++i) {
+            context_->disk().write_later(*folder, first + i, blocks[i]);
+            disk_state_[first + i] = 0;  // ask the disk again when it is no longer in memory
+        }
+    }
+}
+
+void RemoteObject::keep_fetched(std::uint64_t offset, std::size_t length, const char* bytes) const {
+    const std::uint64_t end = offset + length;
+    for (std::uint64_t index = offset / kBlockBytes; index * kBlockBytes < end;) {
+        const std::uint64_t begin = index * kBlockBytes;
+        const std::uint64_t from = std::max(offset, begin);
+        if (from != begin || end < begin + block_length(index)) {
+            // Part of a block: kept as a piece.
+            const std::size_t part = static_cast<std::size_t>(std::min(end, begin + block_length(index)) - from);
+            context_->keep_piece(serial_, index, {static_cast<std::size_t>(from - begin),
+                                                  std::string(bytes + (from - offset), part)});
+            ++index;
+            continue;
+        }
+        // Whole blocks: kept in memory and on disk as if fetched whole (unless someone fetches them already).
+        std::uint64_t count = 1;
+        std::size_t run = block_length(index);
+        while ((index + count) * kBlockBytes < end &&
+               (index + count) * kBlockBytes + block_length(index + count) <= end) {
+            run += block_length(index + count);
+            ++count;
+        }
+        RemoteContext::Claim claim = context_->claim(serial_, index, count, run);
+        const std::size_t claimed = claim.promises.size();
+        if (claimed > 0) {
+            std::size_t claimed_bytes = 0;
+            for (std::size_t i = 0; i < claimed; ++i) claimed_bytes += block_length(index + i);
+            try {
+                std::shared_ptr<char[]> buffer(new char[claimed_bytes]);
+                std::memcpy(buffer.get(), bytes + (begin - offset), claimed_bytes);
+                hand_over(claim, std::move(buffer));
+            } catch (...) {
+                context_->give_up(claim, nullptr);
+                throw;
+            }
+        }
+        index += std::max<std::size_t>(1, claimed);
     }
 }
 
@@ -498,6 +586,8 @@ void RemoteObject::fetch(std::uint64_t offset, std::size_t length, char* dst) co
                 const std::lock_guard lock(mutex_);
                 location_ = response.url;
             }
+            // Whole blocks (not a parser's or a random reader's few bytes) tell what a range of the read-ahead costs.
+            if (length >= kBlockBytes) context_->measured(length, response.first_byte_us, response.total_us);
             return;
         }
         // 412: If-Match failed. 200: If-Range failed (the whole object came instead of a range). 416: it shrank.

@@ -17,7 +17,7 @@ import numpy as np
 
 import test_s3  # for its S3Model (imported as a module, so that its tests do not run here again)
 from tensorfs_mount import Mount, read_file, run
-from test_remote import MIB, MOUNT_REQUESTS, RemoteModel, stats_of, write_safetensors
+from test_remote import MIB, MOUNT_REQUESTS, RemoteModel, ranges_of, stats_of, write_safetensors
 
 CHUNKS = (4096, 128 << 10, 1 << 20, 3 * MIB + 17, 77)  # read sizes that cross block and tensor edges unevenly
 
@@ -42,6 +42,9 @@ class FollowTheReader(RemoteModel):
         self.assertGreater(stats["readahead"]["window_bytes"], 0)
         self.assertEqual(stats["readahead"]["limit_bytes"], 8 * MIB)
         self.assertEqual(stats["readahead"]["max_connections"], 3)
+        # What the window follows, measured on the blocks' range answers.
+        self.assertGreater(stats["readahead"]["connection_bytes_per_second"], 0)
+        self.assertIn("first_byte_us", stats["readahead"])
         with Mount(os.path.join(self.data, "big.safetensors")) as local:
             expected = read_file(os.path.join(local.path, "model.safetensors"))
         cold = self.mount(cache=tempfile.mkdtemp(dir=self.cache))
@@ -64,6 +67,32 @@ class FollowTheReader(RemoteModel):
                 data = os.pread(fd, length, at)
                 self.assertEqual(data, expected[at:at + length], (at, length))
                 at = min(at + len(data), size - 1)
+
+    def test_a_read_across_blocks_that_turns_sequential_fetches_each_byte_once(self):
+        # The first read spans a block edge, so it is fetched exactly; the reads after it continue it, so the
+        # read-ahead fetches those two blocks whole: only what the first read did not bring may be asked again.
+        m = self.mount()
+        mark = self.log_mark()
+        offset, size = self.spans["c"]
+        edge = (offset // MIB + 2) * MIB
+        start = (edge - offset - (32 << 10)) // 4096 * 4096  # 32-36 KiB before the edge, page-aligned in raw
+        expected = self.raw_of("c")
+        with open(m.tensor("c", "raw"), "rb", buffering=0) as f:
+            f.seek(start)
+            self.assertEqual(f.read(128 << 10), expected[start:start + (128 << 10)])
+            at = start + (128 << 10)
+            while at < size:
+                data = f.read(128 << 10)
+                self.assertEqual(data, expected[at:at + len(data)], at)
+                at += len(data)
+        self.unmount_and_wait(m)  # every fetch it started is over and logged
+        asked = sorted(ranges_of(r for r in self.requests_since(mark) if r[1] == "/big.safetensors"))
+        # The first read was fetched exactly (it is what this test is about)...
+        self.assertIn(offset + start, [first for first, _ in asked], asked)
+        for (_, last), (first, _) in zip(asked, asked[1:]):
+            self.assertGreater(first, last, asked)
+        # ...and the bytes before it in its first block were fetched too (so that the block is cached whole).
+        self.assertEqual(asked[0][0], (offset + start) // MIB * MIB, asked)
 
     def test_a_random_64_byte_touch_fetches_at_most_a_megabyte(self):
         m = self.mount()
