@@ -247,7 +247,7 @@ class S3Store:
         processes = []
         for offset in range(0, size, part):
             config = bench_s3.sigv4_config(self.server, self.account, "model.safetensors", offset,
-                                           min(part, size - offset))
+                                           min(part, size - offset), S3_BUCKET)
             process = subprocess.Popen(["curl", "--config", "-"], stdin=subprocess.PIPE, text=True, env=self.env)
             process.stdin.write(config)
             process.stdin.close()

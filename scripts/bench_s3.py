@@ -20,7 +20,7 @@ BUCKET = "bench"
 EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 
-def sigv4_config(server, account, key, offset, nbytes):
+def sigv4_config(server, account, key, offset, nbytes, bucket=BUCKET):
     """curl's --config (given on stdin, so that the keys are not in argv) for `curl --aws-sigv4` of bytes
     [offset, offset + nbytes) of `key`."""
     return "\n".join([
@@ -28,7 +28,7 @@ def sigv4_config(server, account, key, offset, nbytes):
         f'user = "{account["access_key"]}:{account["secret_key"]}"',
         f'header = "x-amz-content-sha256: {EMPTY_SHA256}"',
         f'range = "{offset}-{offset + nbytes - 1}"',
-        f'url = "{server.endpoint}/{BUCKET}/{key}"',
+        f'url = "{server.endpoint}/{bucket}/{key}"',
         'output = "/dev/null"', "silent", "fail"]) + "\n"
 
 
