@@ -172,7 +172,7 @@ _tensorfs()
             ;;
         convert) options="--dtype --force $source_options" ;;
         diff) options="--tensors --names --json --csv --quiet $source_options" ;;
-        prefetch) options="--tensors --files --quiet $source_options" ;;
+        prefetch) options="--tensors --files --quiet --verify $source_options" ;;
         status) options="--json --help" argument=none ;;
         cache)
             options="--cache-dir --help" argument=none

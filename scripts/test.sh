@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test: first the normal build, then the Debian package (built,
-# checked by lintian, installed, smoke-tested with the installed binary, removed), then the whole suite again
-# built with AddressSanitizer and UndefinedBehaviorSanitizer, then the fuzzers. docs/ci.md says where the time
-# goes.
+# Installs what is missing, builds, and runs every test: first the normal build (with Debian's flags, as
+# packaged), then the Debian package made from it (checked by lintian, installed, smoke-tested with the installed
+# binary, removed), then the whole suite again built with AddressSanitizer and UndefinedBehaviorSanitizer, then
+# the fuzzers. docs/ci.md says where the time goes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 
+# The tested build is the packaged one: build/ gets Debian's flags from package.sh, which compiles and packages
+# the binary, then the tests and benchmarks are built beside it (one compile of the core instead of two).
+deb=$(scripts/package.sh build -DBUILD_TESTING=ON)
 scripts/build.sh build
 (cd build && ctest --output-on-failure -j"$(nproc)")  # tests are independent: docs/ci.md
 # llama.cpp generates from mounted GGUFs as from the files (docs/loaders.md), ~20 s; fetched anew each run
@@ -14,7 +17,6 @@ loaders_scratch=$(mktemp -d)
 TENSORFS_LOADERS_SCRATCH=$loaders_scratch scripts/check-loaders
 rm -rf "$loaders_scratch"
 
-deb=$(scripts/package.sh)
 lintian --fail-on error,warning "$deb"
 scripts/package-smoke.sh "$deb"  # removes the package again: the tests below run the build folders' binaries
 

@@ -57,10 +57,15 @@ public:
     using Progress = std::function<void(std::uint64_t bytes)>;
     virtual std::uint64_t fill_cache(std::uint64_t offset, std::uint64_t length, const Progress& progress) const;
 
-    // Reads the whole file and compares it with the checksum its source publishes for it ("md5:HEX" of an S3
-    // single-part upload's ETag). nullopt when the source publishes none; else whether the bytes match. Throws
-    // IoError when the file cannot be read.
-    virtual std::optional<bool> matches_published_checksum() const;
+    // What a whole file was checked against: the checksum its source publishes for it, as messages name it ("the
+    // Hub's LFS sha256", "x-amz-checksum-sha256", "the ETag's MD5"), and whether the file's bytes match it.
+    struct ChecksumCheck {
+        std::string checksum;
+        bool matches = false;
+    };
+    // Reads the whole file and compares it with the checksum its source publishes for it. nullopt when the source
+    // publishes none. Throws IoError when the file or its checksum cannot be read.
+    virtual std::optional<ChecksumCheck> check_published_checksum() const;
 
     // Drops this file's bytes from the disk cache (a checksum that did not match).
     virtual void evict_cached() const;

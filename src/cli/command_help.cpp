@@ -62,10 +62,12 @@ constexpr CommandHelp kCommands[] = {
      "usage: tensorfs prefetch SOURCE [--tensors GLOB] [--files GLOB] [--quiet] [--verify] [-o OPT]\n"
      "                        [--cache-dir DIR] [--disk-cache-size SIZE]\n"
      "\n"
-     "Fills the disk cache with SOURCE's weight files (--tensors: the tensors whose names match, --files: the\n"
-     "weight files whose paths match), max_connections requests in flight; a progress line on a terminal\n"
-     "(--quiet: none); the last line gives the bytes fetched and the rate. --verify: each whole file against the\n"
-     "checksum its source publishes (the Hub's LFS sha256, S3's checksum or single-part ETag).\n"},
+     "Fills the disk cache with SOURCE's weight files (--tensors: the tensors whose names match; --files: every\n"
+     "file of source/ and the side files whose paths relative to SOURCE match, config.json and tokenizer files\n"
+     "too), max_connections requests in flight; a progress line on a terminal (--quiet: none); the last line\n"
+     "gives the bytes fetched and the rate. --verify: each whole file against the checksum its source publishes\n"
+     "(the Hub's LFS sha256; S3's x-amz-checksum-sha256, else a single-part upload's ETag MD5; else \"no\n"
+     "checksum\"); a file that does not match loses its cached blocks, is named, and the exit status is 1.\n"},
     {"status",
      "usage: tensorfs status [--json]\n"
      "\n"

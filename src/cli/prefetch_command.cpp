@@ -3,8 +3,10 @@
 // flight), so that a node is warm before a job starts. The files land in tensorfs's cache, where a mount, `cat` or
 // `convert` of the same SOURCE read them; a second run finds everything there and fetches nothing.
 //
-// What is fetched: every weight file whole (headers and padding included), or with --tensors only the bytes of
-// the tensors whose names match, or with --files only the weight files whose paths (relative to SOURCE) match.
+// What is fetched: every weight file whole (headers and padding included); with --files instead, every file the
+// mount shows in source/ (and the side files at its root) whose path relative to SOURCE matches, weights or not
+// (config.json, the tokenizer files); with --tensors only the bytes of the tensors whose names match (in the weight
+// files that match --files too, when both are given).
 // --verify then compares each whole file with the checksum its source publishes, where it publishes one.
 #include <fnmatch.h>
 #include <unistd.h>
@@ -13,9 +15,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "arguments.hpp"
@@ -24,6 +27,7 @@
 #include "mount_options.hpp"
 #include "progress_line.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/open_source.hpp"
 #include "tensorfs/remote_source.hpp"
 #include "text_output.hpp"
 
@@ -35,59 +39,82 @@ struct Span {
     std::uint64_t end;
 };
 
-// Per file, the byte ranges to fetch, sorted and merged.
-using Wanted = std::map<std::uint32_t, std::vector<Span>>;
+// One file to fetch: its path relative to SOURCE (as source/ shows it), and the byte ranges, sorted and merged.
+struct WantedFile {
+    std::string path;
+    std::shared_ptr<const SourceObject> object;
+    std::vector<Span> spans;
+};
 
-Wanted wanted_of(const Catalog& catalog, const std::optional<std::string>& tensors,
-                 const std::optional<std::string>& files) {
-    Wanted wanted;
-    for (std::uint32_t i = 0; i < catalog.files.size(); ++i) {
-        const SourceFile& file = catalog.files[i];
-        if (files && ::fnmatch(files->c_str(), file.display.c_str(), 0) != 0) continue;
-        if (!tensors) {
-            wanted[i].push_back(Span{0, file.size});
-            continue;
-        }
-        for (const Tensor& tensor : catalog.tensors) {
-            if (tensor.file != i || ::fnmatch(tensors->c_str(), tensor.name.c_str(), 0) != 0) continue;
-            wanted[i].push_back(Span{tensor.offset, tensor.offset + tensor.nbytes});
+std::vector<Span> merged(std::vector<Span> spans) {
+    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+    std::vector<Span> result;
+    for (const Span& span : spans) {
+        if (!result.empty() && span.begin <= result.back().end) {
+            result.back().end = std::max(result.back().end, span.end);
+        } else {
+            result.push_back(span);
         }
     }
-    for (auto& [file, spans] : wanted) {
-        std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
-        std::vector<Span> merged;
-        for (const Span& span : spans) {
-            if (!merged.empty() && span.begin <= merged.back().end) {
-                merged.back().end = std::max(merged.back().end, span.end);
-            } else {
-                merged.push_back(span);
+    return result;
+}
+
+bool matches(const std::optional<std::string>& glob, const std::string& path) {
+    return !glob || ::fnmatch(glob->c_str(), path.c_str(), 0) == 0;
+}
+
+// The weight files of the model, whole, or the bytes of the tensors that match `tensors`.
+std::vector<WantedFile> weights_wanted(const Catalog& catalog, const std::optional<std::string>& tensors,
+                                       const std::optional<std::string>& files) {
+    std::vector<WantedFile> wanted;
+    for (std::uint32_t i = 0; i < catalog.files.size(); ++i) {
+        const SourceFile& file = catalog.files[i];
+        if (!matches(files, file.display)) continue;
+        std::vector<Span> spans;
+        if (!tensors) spans.push_back(Span{0, file.size});
+        for (const Tensor& tensor : catalog.tensors) {
+            if (tensors && tensor.file == i && matches(tensors, tensor.name)) {
+                spans.push_back(Span{tensor.offset, tensor.offset + tensor.nbytes});
             }
         }
-        spans = std::move(merged);
+        if (!spans.empty()) wanted.push_back(WantedFile{file.display, file.object, merged(std::move(spans))});
+    }
+    return wanted;
+}
+
+// --files: every file a mount shows in source/, and the side files at its root that source/ does not show (those
+// probed next to a SOURCE that names one file), whole, when their path matches.
+std::vector<WantedFile> files_wanted(const ModelFolder& folder, const std::string& glob) {
+    std::vector<WantedFile> wanted;
+    std::set<std::string> seen;
+    for (const auto* files : {&folder.source_files, &folder.side_files}) {
+        for (const FolderFile& file : *files) {
+            if (!seen.insert(file.path).second || !matches(glob, file.path)) continue;
+            wanted.push_back(WantedFile{file.path, file.object, {Span{0, file.object->size()}}});
+        }
     }
     return wanted;
 }
 
 // --verify: each whole file's bytes (from the disk cache now) against the checksum its source publishes. A file
 // that does not match loses its cached blocks, and the command fails naming it.
-int verify(const Catalog& catalog, const Wanted& wanted, bool only_tensors) {
+int verify(const std::vector<WantedFile>& wanted, bool only_tensors) {
     int status = 0;
-    for (const auto& [file, spans] : wanted) {
-        const SourceFile& source_file = catalog.files[file];
+    for (const WantedFile& file : wanted) {
         if (only_tensors) {
-            std::printf("%s: not verified (only some tensors were fetched)\n", source_file.display.c_str());
+            std::printf("%s: not verified (only some tensors were fetched)\n", file.path.c_str());
             continue;
         }
         try {
-            const std::optional<bool> matches = source_file.object->matches_published_checksum();
-            if (!matches) {
-                std::printf("%s: no checksum\n", source_file.display.c_str());
-            } else if (*matches) {
-                std::printf("%s: checksum matches\n", source_file.display.c_str());
+            const auto check = file.object->check_published_checksum();
+            if (!check) {
+                std::printf("%s: no checksum\n", file.path.c_str());
+            } else if (check->matches) {
+                std::printf("%s: checksum matches (%s)\n", file.path.c_str(), check->checksum.c_str());
             } else {
-                source_file.object->evict_cached();
-                status = failure(source_file.path + ": does not match the checksum its source publishes; its "
-                                 "cached blocks were removed");
+                file.object->evict_cached();
+                status = failure(file.object->name() + ": does not match the checksum its source publishes (" +
+                                 check->checksum + "); its cached blocks were removed");
             }
         } catch (const IoError& error) {
             status = failure(error.what());
@@ -120,15 +147,19 @@ int prefetch_command(const Arguments& args) {
     if (const auto found = split.values.find("--files"); found != split.values.end()) files = found->second;
 
     const std::string& source_name = split.positional[0];
-    const LoadedSource source(source_name, options.source_options);
-    const Wanted wanted = wanted_of(source.catalog, tensors, files);
-    if (wanted.empty() || std::all_of(wanted.begin(), wanted.end(), [](const auto& w) { return w.second.empty(); })) {
+    std::vector<WantedFile> wanted;
+    if (files && !tensors) {
+        wanted = files_wanted(open_source(source_name, "", options.source_options).folder, *files);
+    } else {
+        wanted = weights_wanted(LoadedSource(source_name, options.source_options).catalog, tensors, files);
+    }
+    if (wanted.empty()) {
         return failure(source_name + ": nothing matches " + (tensors ? "--tensors " + *tensors : "") +
                        (tensors && files ? " and " : "") + (files ? "--files " + *files : ""));
     }
     std::uint64_t total = 0;
-    for (const auto& [file, spans] : wanted) {
-        for (const Span& span : spans) total += span.end - span.begin;
+    for (const WantedFile& file : wanted) {
+        for (const Span& span : file.spans) total += span.end - span.begin;
     }
 
     const auto started = std::chrono::steady_clock::now();
@@ -143,9 +174,10 @@ int prefetch_command(const Arguments& args) {
     };
     std::uint64_t fetched = 0;
     try {
-        for (const auto& [file, spans] : wanted) {
-            const SourceObject& object = *source.catalog.files[file].object;
-            for (const Span& span : spans) fetched += object.fill_cache(span.begin, span.end - span.begin, progress);
+        for (const WantedFile& file : wanted) {
+            for (const Span& span : file.spans) {
+                fetched += file.object->fill_cache(span.begin, span.end - span.begin, progress);
+            }
         }
     } catch (const IoError& error) {
         if (progress_line) progress_line->abandon();
@@ -155,7 +187,7 @@ int prefetch_command(const Arguments& args) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     const auto rate = static_cast<std::uint64_t>(seconds > 0 ? static_cast<double>(fetched) / seconds : 0);
     if (split.has("--verify")) {
-        if (const int status = verify(source.catalog, wanted, tensors.has_value()); status != 0) return status;
+        if (const int status = verify(wanted, tensors.has_value()); status != 0) return status;
     }
     std::printf("%s fetched (%llu bytes) in %.2f s, %s/s; %s already cached\n", human_size(fetched).c_str(),
                 static_cast<unsigned long long>(fetched), seconds, human_size(rate).c_str(),

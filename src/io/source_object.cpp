@@ -18,7 +18,7 @@ std::uint64_t SourceObject::fill_cache(std::uint64_t, std::uint64_t length, cons
     return 0;
 }
 
-std::optional<bool> SourceObject::matches_published_checksum() const { return std::nullopt; }
+std::optional<SourceObject::ChecksumCheck> SourceObject::check_published_checksum() const { return std::nullopt; }
 
 void SourceObject::evict_cached() const {}
 

@@ -5,7 +5,9 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 struct evp_md_ctx_st;
 
@@ -26,5 +28,9 @@ private:
     };
     std::unique_ptr<evp_md_ctx_st, Free> context_;
 };
+
+// The lower-case hex digits of a digest that a store publishes in base64 (S3's x-amz-checksum-*), when `text` is
+// the padded base64 of exactly `bytes` bytes; nullopt otherwise.
+std::optional<std::string> hex_of_base64(std::string_view text, std::size_t bytes);
 
 }  // namespace tensorfs::remote

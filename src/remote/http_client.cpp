@@ -142,6 +142,12 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
         response.error_message = trimmed(line.substr(16));
     } else if (header_is(line, "x-amz-bucket-region")) {
         response.bucket_region = trimmed(line.substr(20));
+    } else if (header_is(line, "x-amz-checksum-sha256")) {
+        response.checksum_sha256 = trimmed(line.substr(22));
+    } else if (header_is(line, "x-amz-server-side-encryption")) {
+        response.encryption = trimmed(line.substr(29));
+    } else if (header_is(line, "x-amz-server-side-encryption-customer-algorithm")) {
+        response.encryption = "SSE-C";
     }
     return size * count;
 }
@@ -372,6 +378,7 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
             curl_easy_setopt(handle, CURLOPT_CAPATH, folder);
         }
         curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
+        if (request.head) curl_easy_setopt(handle, CURLOPT_NOBODY, 1L);
         if (request.ranged) curl_easy_setopt(handle, CURLOPT_RANGE, range.c_str());
         curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(handle, CURLOPT_HEADERDATA, &transfer);

@@ -34,6 +34,7 @@ struct Credentials {
 
 struct Request {
     std::string url;
+    bool head = false;                   // HEAD: the answer's headers only
     bool ranged = false;                 // ask for bytes [first, last] only
     std::uint64_t first = 0;
     std::uint64_t last = 0;
@@ -56,6 +57,8 @@ struct Response {
     std::string error_message;   // why it refused: X-Error-Message (the Hub), or <Message> of an S3 error body
     std::string error_code;      // <Code> of an S3 error body ("NoSuchKey", "AccessDenied"...)
     std::string bucket_region;   // where S3 says the bucket is (x-amz-bucket-region, or <Region> of its error)
+    std::string checksum_sha256; // S3's x-amz-checksum-sha256 (base64), sent when asked with x-amz-checksum-mode
+    std::string encryption;      // S3's x-amz-server-side-encryption ("AES256", "aws:kms"...), or "SSE-C"
     std::uint64_t body_bytes = 0;
     std::uint64_t first_byte_us = 0;  // from sending the request to the first byte of the answer
     std::uint64_t total_us = 0;       // from sending the request to the answer's last byte

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -117,8 +119,99 @@ std::optional<std::string> hub_token() {
     return token;
 }
 
+namespace {
+
+// The file entries of the Hub's tree listing of `folder` (in the repo), page after page: {"type", "path", "size",
+// "oid", and "lfs": {"oid": "<sha256>", "size", "pointerSize"} for a file stored by Git LFS}.
+std::vector<nlohmann::json> hub_tree(RemoteContext& context, const std::string& endpoint, const HubAddress& address,
+                                     const std::string& folder, bool recursive, const std::string& name) {
+    std::string url = endpoint + "/api/models/" + percent_encode(address.repo, "/") + "/tree/" +
+                      percent_encode(address.revision) + (folder.empty() ? "" : "/" + percent_encode(folder, "/")) +
+                      (recursive ? "?recursive=true" : "");
+    std::vector<nlohmann::json> files;
+    for (int page = 0; !url.empty(); ++page) {
+        if (page == kMaxListingPages) {
+            refuse(name, "the Hub's listing has more than " + std::to_string(page) + " pages");
+        }
+        Request request;
+        request.url = url;
+        request.capacity = kMaxListingBytes;
+        Response response;
+        try {
+            response = context.http().send(request);
+        } catch (const HttpError& error) {
+            refuse(name, std::string(error.what()) + " (" + without_credentials(url) + ")");
+        }
+        const std::string answered = " (" + without_credentials(response.url) + ")";
+        if (response.status == 404) {
+            refuse(name, "no such repository, revision or folder on the Hub: " + response.status_text() + answered);
+        }
+        if (response.overflow) refuse(name, "the Hub's listing is larger than 64 MiB" + answered);
+        if (!response.ok()) refuse(name, context.refusal(response));
+        auto listing = nlohmann::json::parse(response.body, nullptr, false);
+        if (listing.is_discarded() || !listing.is_array()) {
+            refuse(name, "the Hub's listing is not a JSON array of entries" + answered);
+        }
+        for (auto& entry : listing) {
+            if (!entry.is_object() || entry.value("type", "") != "file") continue;
+            const auto path = entry.find("path");
+            if (path == entry.end() || !path->is_string()) continue;
+            files.push_back(std::move(entry));
+        }
+        const std::string next = next_page(response.link);
+        url = next.empty() ? std::string() : resolve_url(response.url, next);
+    }
+    return files;
+}
+
+bool is_sha256_hex(const std::string& text) {
+    return text.size() == 64 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+}  // namespace
+
+// The LFS sha256 of the repo's files, from the Hub's listing of their folder: asked once per folder, and only when
+// `prefetch --verify` wants one (a mount never lists for it). Files not stored by LFS (small text files) have none.
+class LfsChecksums {
+public:
+    LfsChecksums(std::shared_ptr<RemoteContext> context, std::string endpoint, HubAddress address, std::string name)
+        : context_(std::move(context)), endpoint_(std::move(endpoint)), address_(std::move(address)),
+          name_(std::move(name)) {}
+
+    std::optional<PublishedChecksum> of(const std::string& path) {
+        const std::size_t slash = path.rfind('/');
+        const std::string folder = slash == std::string::npos ? std::string() : path.substr(0, slash);
+        const std::lock_guard lock(mutex_);
+        auto listed = folders_.find(folder);
+        if (listed == folders_.end()) {
+            std::map<std::string, std::string> oids;
+            for (const auto& entry : hub_tree(*context_, endpoint_, address_, folder, false, name_)) {
+                const auto lfs = entry.find("lfs");
+                if (lfs == entry.end() || !lfs->is_object() || !lfs->contains("oid") || !(*lfs)["oid"].is_string()) {
+                    continue;
+                }
+                const std::string& oid = (*lfs)["oid"].get_ref<const std::string&>();
+                if (is_sha256_hex(oid)) oids[entry["path"].get<std::string>()] = oid;
+            }
+            listed = folders_.emplace(folder, std::move(oids)).first;
+        }
+        const auto found = listed->second.find(path);
+        if (found == listed->second.end()) return std::nullopt;
+        return PublishedChecksum{Digest::Kind::Sha256, found->second, "the Hub's LFS sha256"};
+    }
+
+private:
+    std::shared_ptr<RemoteContext> context_;
+    const std::string endpoint_;
+    const HubAddress address_;
+    const std::string name_;
+    std::mutex mutex_;
+    std::map<std::string, std::map<std::string, std::string>> folders_;  // folder -> path -> sha256
+};
+
 HubFolder::HubFolder(std::shared_ptr<RemoteContext> context, std::string endpoint, HubAddress address)
-    : context_(std::move(context)), endpoint_(std::move(endpoint)), address_(std::move(address)) {}
+    : context_(std::move(context)), endpoint_(std::move(endpoint)), address_(std::move(address)),
+      checksums_(std::make_shared<LfsChecksums>(context_, endpoint_, address_, name())) {}
 
 std::string HubFolder::name() const {
     std::string text = std::string(kScheme) + address_.repo;
@@ -139,7 +232,17 @@ std::string HubFolder::url_of(const std::string& relative) const {
 }
 
 std::shared_ptr<const SourceObject> HubFolder::open_if_exists(const std::string& relative) const {
-    return RemoteObject::open(context_, name_of(relative), url_of(relative));
+    auto object = RemoteObject::open(context_, name_of(relative), url_of(relative));
+    if (object) {
+        object->set_checksum_lookup([checksums = checksums_, path = in_repo(relative)](const RemoteObject&) {
+            try {
+                return checksums->of(path);
+            } catch (const InvalidSource& error) {
+                throw IoError(error.what());
+            }
+        });
+    }
+    return object;
 }
 
 std::vector<std::string> HubFolder::list() const { return listing(false); }
@@ -147,45 +250,14 @@ std::vector<std::string> HubFolder::list() const { return listing(false); }
 std::vector<std::string> HubFolder::list_all() const { return listing(true); }
 
 std::vector<std::string> HubFolder::listing(bool recursive) const {
-    std::string url = endpoint_ + "/api/models/" + percent_encode(address_.repo, "/") + "/tree/" +
-                      percent_encode(address_.revision) +
-                      (address_.path.empty() ? "" : "/" + percent_encode(address_.path, "/")) +
-                      (recursive ? "?recursive=true" : "");
     std::vector<std::string> names;
-    for (int page = 0; !url.empty(); ++page) {
-        if (page == kMaxListingPages) refuse(name(), "the Hub's listing has more than " + std::to_string(page) + " pages");
-        Request request;
-        request.url = url;
-        request.capacity = kMaxListingBytes;
-        Response response;
-        try {
-            response = context_->http().send(request);
-        } catch (const HttpError& error) {
-            refuse(name(), std::string(error.what()) + " (" + without_credentials(url) + ")");
-        }
-        const std::string answered = " (" + without_credentials(response.url) + ")";
-        if (response.status == 404) {
-            refuse(name(), "no such repository, revision or folder on the Hub: " + response.status_text() + answered);
-        }
-        if (response.overflow) refuse(name(), "the Hub's listing is larger than 64 MiB" + answered);
-        if (!response.ok()) refuse(name(), context_->refusal(response));
-        const auto listing = nlohmann::json::parse(response.body, nullptr, false);
-        if (listing.is_discarded() || !listing.is_array()) {
-            refuse(name(), "the Hub's listing is not a JSON array of entries" + answered);
-        }
-        const std::string prefix = address_.path.empty() ? "" : address_.path + "/";
-        for (const auto& entry : listing) {
-            if (!entry.is_object() || entry.value("type", "") != "file") continue;
-            const auto path = entry.find("path");
-            if (path == entry.end() || !path->is_string()) continue;
-            const std::string& text = path->get_ref<const std::string&>();
-            if (!text.starts_with(prefix) || text.size() == prefix.size()) continue;
-            // Without `recursive`, only the files directly in this folder, as a local folder's listing gives them.
-            if (!recursive && text.find('/', prefix.size()) != std::string::npos) continue;
-            names.push_back(text.substr(prefix.size()));
-        }
-        const std::string next = next_page(response.link);
-        url = next.empty() ? std::string() : resolve_url(response.url, next);
+    const std::string prefix = address_.path.empty() ? "" : address_.path + "/";
+    for (const auto& entry : hub_tree(*context_, endpoint_, address_, address_.path, recursive, name())) {
+        const std::string& text = entry["path"].get_ref<const std::string&>();
+        if (!text.starts_with(prefix) || text.size() == prefix.size()) continue;
+        // Without `recursive`, only the files directly in this folder, as a local folder's listing gives them.
+        if (!recursive && text.find('/', prefix.size()) != std::string::npos) continue;
+        names.push_back(text.substr(prefix.size()));
     }
     std::sort(names.begin(), names.end());
     return names;

@@ -30,6 +30,8 @@ HubAddress parse_hub_address(const std::string& source);
 std::string hub_endpoint();
 std::optional<std::string> hub_token();
 
+class LfsChecksums;
+
 // A folder of a Hub repo (its root when `address.path` is empty).
 class HubFolder : public SourceFolder {
 public:
@@ -52,6 +54,7 @@ private:
     std::shared_ptr<RemoteContext> context_;
     std::string endpoint_;
     HubAddress address_;
+    std::shared_ptr<LfsChecksums> checksums_;  // for the objects it opens, which may outlive it
 };
 
 }  // namespace tensorfs::remote

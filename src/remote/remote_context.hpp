@@ -41,10 +41,6 @@ public:
     // A number for each object, naming it in the keys below.
     std::uint64_t next_serial() { return serial_.fetch_add(1); }
 
-    // Whether the server's strong ETags are the MD5 of an object's bytes (S3's, for single-part uploads).
-    void set_etags_are_md5() { etags_are_md5_ = true; }
-    bool etags_are_md5() const { return etags_are_md5_; }
-
     unsigned max_connections() const { return max_connections_; }
     // How far ahead of a sequential reader blocks may be fetched: readahead=, at most half the memory budget (the
     // other half holds the blocks being read and the disk cache's queue).
@@ -121,7 +117,6 @@ private:
     const std::uint64_t readahead_limit_;
     std::atomic<std::uint64_t> progress_left_{0};
     std::atomic<double> range_seconds_{0};
-    bool etags_are_md5_ = false;  // set before any object opens
 
     std::mutex mutex_;
     std::map<Key, std::shared_future<BlockPtr>> in_flight_;

@@ -501,20 +501,18 @@ std::size_t RemoteObject::block_length(std::uint64_t index) const {
     return static_cast<std::size_t>(std::min<std::uint64_t>(kBlockBytes, size() - index * kBlockBytes));
 }
 
-std::optional<bool> RemoteObject::matches_published_checksum() const {
-    // An S3 ETag is the MD5 of the object's bytes when it was uploaded in one part (a multipart upload's has a '-').
-    const std::string& etag = identity_.etag;
-    const bool md5 = context_->etags_are_md5() && etag.size() == 34 && etag.front() == '"' && etag.back() == '"' &&
-                     etag.find_first_not_of("0123456789abcdef", 1) == etag.size() - 1;
-    if (!md5) return std::nullopt;
-    Digest digest(Digest::Kind::Md5);
+std::optional<SourceObject::ChecksumCheck> RemoteObject::check_published_checksum() const {
+    if (!checksum_lookup_) return std::nullopt;
+    const std::optional<PublishedChecksum> published = checksum_lookup_(*this);
+    if (!published) return std::nullopt;
+    Digest digest(published->kind);
     std::vector<char> buffer(kRangeBytes);
     for (std::uint64_t at = 0; at < size(); at += buffer.size()) {
         const auto length = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), size() - at));
         read_in_region(at, length, buffer.data(), 0, size());
         digest.update(buffer.data(), length);
     }
-    return digest.hex() == etag.substr(1, 32);
+    return ChecksumCheck{published->name, digest.hex() == published->hex};
 }
 
 void RemoteObject::evict_cached() const {

@@ -25,12 +25,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "digest.hpp"
 #include "remote_context.hpp"
 #include "tensorfs/source_object.hpp"
 
@@ -40,6 +42,18 @@ namespace tensorfs::remote {
 // kRangeBytes (several blocks). See docs/benchmarks.md, section "load", for the measurements behind them.
 inline constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
 inline constexpr std::size_t kRangeBytes = std::size_t{8} << 20;
+
+class RemoteObject;
+
+// The checksum a store publishes for a whole object: its kind, its lower-case hex digits, and how messages name it.
+struct PublishedChecksum {
+    Digest::Kind kind = Digest::Kind::Sha256;
+    std::string hex;
+    std::string name;
+};
+// Asks the store for an object's published checksum (when --verify wants it, never at open): nullopt when it
+// publishes none. Throws IoError when the store cannot be asked.
+using ChecksumLookup = std::function<std::optional<PublishedChecksum>(const RemoteObject&)>;
 
 class RemoteObject : public SourceObject, public std::enable_shared_from_this<RemoteObject> {
 public:
@@ -65,8 +79,14 @@ public:
 
     std::uint64_t fill_cache(std::uint64_t offset, std::uint64_t length, const Progress& progress) const override;
 
-    std::optional<bool> matches_published_checksum() const override;
+    // Where check_published_checksum() finds the checksum to compare with (the Hub's listing, an S3 HEAD); set by
+    // the folder that opened the object, before anyone reads it. Without one, the object has none.
+    void set_checksum_lookup(ChecksumLookup lookup) { checksum_lookup_ = std::move(lookup); }
+    std::optional<ChecksumCheck> check_published_checksum() const override;
     void evict_cached() const override;
+
+    const std::string& url() const { return url_; }
+    const std::string& etag() const { return identity_.etag; }
 
 private:
     // Whether block `index` is in the disk cache (asked of the disk once, then remembered).
@@ -111,6 +131,7 @@ private:
     const std::string url_;
     const Identity identity_;
     const std::uint64_t serial_;
+    ChecksumLookup checksum_lookup_;
 
     // The first bytes, fetched when opened, for the parsers' reads; let go at the first read of a tensor (parsing
     // is over by then), so that a model of thousands of shards does not keep 64 KiB of each.

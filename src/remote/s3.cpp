@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "remote_object.hpp"
+#include "s3_checksum.hpp"
 #include "tensorfs/errors.hpp"
 #include "url.hpp"
 #include "url_folder.hpp"
@@ -170,7 +171,9 @@ std::string S3Folder::name() const { return std::string(kScheme) + bucket_ + "/"
 std::string S3Folder::name_of(const std::string& relative) const { return name() + relative; }
 
 std::shared_ptr<const SourceObject> S3Folder::open_if_exists(const std::string& relative) const {
-    return RemoteObject::open(context_, name_of(relative), endpoint_.object_url(prefix_ + relative));
+    auto object = RemoteObject::open(context_, name_of(relative), endpoint_.object_url(prefix_ + relative));
+    if (object) object->set_checksum_lookup(s3_checksum_lookup(context_));
+    return object;
 }
 
 std::vector<std::string> S3Folder::list() const { return keys(false); }
@@ -238,7 +241,6 @@ ResolvedSource resolve_s3(const std::string& source, const SourceOptions& option
         return response.status_text() + " from " + origin + (what.empty() ? "" : "; " + what);
     };
     auto context = std::make_shared<RemoteContext>(options, std::move(credentials), std::move(explain));
-    context->set_etags_are_md5();
 
     // A key that names a file is opened in the folder of its last '/'; anything else is a prefix.
     std::string file;

@@ -3,7 +3,8 @@
 - nginx (Debian's nginx-light) with a generated config: the test vectors over plain HTTP and over TLS (with a CA
   and a certificate made here with the openssl CLI), and laid out like the Hugging Face Hub: `/ORG/REPO/resolve/
   REV/PATH` answers 302 to a second server block (the "CDN", another port) that serves the bytes and logs every
-  request's headers, plus static `api/models/ORG/REPO/tree/REV[/PATH]` listings.
+  request's headers, plus static `api/models/ORG/REPO/tree/REV[/PATH]` listings (with the LFS sha256 of weight
+  files, computed here with hashlib, as the Hub lists them).
 - FaultProxy: an HTTP proxy of our own between tensorfs and nginx that delays answers, answers 503 or 429 with
   Retry-After, cuts connections in the middle of a body, or sends fewer bytes than its Content-Length says.
 
@@ -11,6 +12,7 @@ Ports are chosen by the OS at run time. `Where` below names where a vector is se
 the acceptance tests run once per way without copies."""
 import atexit
 import ctypes
+import hashlib
 import json
 import os
 import re
@@ -68,6 +70,27 @@ def make_certificates(folder):
     return tuple(os.path.join(folder, name) for name in ("ca.pem", "server.pem", "server.key"))
 
 
+# The files the Hub keeps in Git LFS, as the .gitattributes of a new Hub repo names them (weights, archives...):
+# their listing entries carry "lfs": {"oid": SHA-256 of the bytes, "size", "pointerSize"}; the others (config.json,
+# tokenizer files, README.md) are plain Git blobs and carry no sha256.
+LFS_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".onnx", ".npy", ".npz",
+                ".pkl", ".pickle", ".zip", ".gz", ".tar", ".zst", ".model")
+_sha256_of = {}
+
+
+def file_entry(disk_path, repo_path):
+    """A file's entry in the Hub's tree listing; an LFS file's sha256 computed from its bytes (hashlib), as the
+    Hub computes it when the file is pushed."""
+    size = os.path.getsize(disk_path)
+    entry = {"type": "file", "oid": "0" * 40, "size": size, "path": repo_path}
+    if repo_path.endswith(LFS_SUFFIXES):
+        if disk_path not in _sha256_of:
+            with open(disk_path, "rb") as f:
+                _sha256_of[disk_path] = hashlib.file_digest(f, "sha256").hexdigest()
+        entry["lfs"] = {"oid": _sha256_of[disk_path], "size": size, "pointerSize": 134}
+    return entry
+
+
 def recursive_listing(data, relative):
     """The Hub's listing of folder `relative` of `data` with `recursive`: every file and folder under it, with
     paths from the repository's root, in os.walk's order."""
@@ -78,8 +101,7 @@ def recursive_listing(data, relative):
         for name in sorted(subfolders):
             entries.append({"type": "directory", "oid": "0" * 40, "size": 0, "path": os.path.join(inner, name)})
         for name in sorted(names):
-            entries.append({"type": "file", "oid": "0" * 40, "size": os.path.getsize(os.path.join(folder, name)),
-                            "path": os.path.join(inner, name)})
+            entries.append(file_entry(os.path.join(folder, name), os.path.join(inner, name)))
     return entries
 
 
@@ -99,8 +121,7 @@ def hub_layout(root, data):
         for name in sorted(names):
             path = os.path.join(relative, name) if relative else name
             os.symlink(os.path.join(folder, name), os.path.join(files, path))
-            entries.append({"type": "file", "oid": "0" * 40, "size": os.path.getsize(os.path.join(folder, name)),
-                            "path": path})
+            entries.append(file_entry(os.path.join(folder, name), path))
         for name in sorted(subfolders):
             entries.append({"type": "directory", "oid": "0" * 40, "size": 0,
                             "path": os.path.join(relative, name) if relative else name})

@@ -110,10 +110,19 @@ class S3Server:
         status, body = self.request("PUT", "/.front/settings", json.dumps(changes).encode(), port=self.front)
         assert status == 204, (status, body)
 
-    def signed_headers(self, path, query, keys=ACCOUNT, date=None, headers=None):
-        """The headers of a GET of `path` with `query` ({name: value}) signed by AWS's own signer
-        (tests/servers/s3_sign.js) with `keys`, at `date` (ISO 8601; default now)."""
-        request = {"method": "GET", "host": f"127.0.0.1:{self.front}", "path": path, "query": query,
+    def put_with_checksum(self, bucket, key, data, checksum):
+        """(status, S3's error code or None) of a PUT through the front (signed, as a client of AWS sends it) that
+        carries x-amz-checksum-sha256: `checksum`, the base64 SHA-256 the client claims for `data`."""
+        path = f"/{bucket}/{urllib.parse.quote(key)}"
+        headers = self.signed_headers(path, {}, method="PUT", headers={"x-amz-checksum-sha256": checksum})
+        status, body = self.request("PUT", path, data, port=self.front, headers=headers)
+        text = body.decode(errors="replace")
+        return status, text.split("<Code>")[1].split("</Code>")[0] if "<Code>" in text else None
+
+    def signed_headers(self, path, query, keys=ACCOUNT, date=None, headers=None, method="GET"):
+        """The headers of a request (a GET unless `method` says) of `path` with `query` ({name: value}) signed by
+        AWS's own signer (tests/servers/s3_sign.js) with `keys`, at `date` (ISO 8601; default now)."""
+        request = {"method": method, "host": f"127.0.0.1:{self.front}", "path": path, "query": query,
                    "headers": headers or {}, "region": "us-east-1",
                    "date": date or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **keys}
         result = subprocess.run([NODE, os.path.join(SERVERS, "s3_sign.js")], input=json.dumps(request),

@@ -110,7 +110,7 @@ class Commands(unittest.TestCase):
             "convert x": ["--dtype", "--force"],
             "stats": ["--json", "--prometheus"],
             "diff a": ["--tensors", "--names", "--json", "--csv", "--quiet"],
-            "prefetch": ["--tensors", "--files", "--quiet"],
+            "prefetch": ["--tensors", "--files", "--quiet", "--verify"],
             "status": ["--json"],
             "cache": ["--cache-dir"],
             "cache prune": ["--older-than", "--max-size"],

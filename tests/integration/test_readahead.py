@@ -3,12 +3,16 @@ right while the window grows, across tensor and file (shard) boundaries and when
 and sequential reads; a random 64-byte touch fetches at most a megabyte (counted by the mount's own stats); the
 memory that fetched blocks hold stays within its budget (through stats.json); and `tensorfs prefetch` fills the
 disk cache so that a second run and a mount fetch nothing more, and --verify finds a corrupt cached block."""
+import base64
+import hashlib
 import json
 import mmap
 import os
+import pty
 import random
 import re
 import shutil
+import subprocess
 import tempfile
 import threading
 import unittest
@@ -16,7 +20,8 @@ import unittest
 import numpy as np
 
 import test_s3  # for its S3Model (imported as a module, so that its tests do not run here again)
-from tensorfs_mount import Mount, daemon_pids, read_file, run, wait_until
+from tensorfs_mount import BIN, Mount, daemon_pids, read_file, run, wait_until
+from remote_servers import HUB_REPO, remote_env
 from test_remote import MIB, MOUNT_REQUESTS, RemoteModel, ranges_of, stats_of, write_safetensors
 
 CHUNKS = (4096, 128 << 10, 1 << 20, 3 * MIB + 17, 77)  # read sizes that cross block and tensor edges unevenly
@@ -253,40 +258,156 @@ class S3ReadAhead(test_s3.S3Model):
             self.assertGreater(first, last, asked)
 
 
-class PrefetchVerify(test_s3.S3Model):
-    def prefetch(self, *args):
-        return run("prefetch", self.source, "--quiet", *args, env=self.env())
+def cached_blocks(cache):
+    """The published blocks of a disk cache (not the temporary files a block is written to before it is renamed)."""
+    found = []
+    for folder, _, names in os.walk(cache):
+        found += [os.path.join(folder, n) for n in names if n.endswith(".block") and not n.startswith(".")]
+    return sorted(found)
 
-    def block_files(self):
-        found = []
-        for folder, _, names in os.walk(self.cache):
-            found += [os.path.join(folder, n) for n in names if n.endswith(".block") and not n.startswith(".")]
-        return sorted(found)
 
-    def test_verify_against_the_etag_md5_and_a_corrupt_block_is_named_and_evicted(self):
-        result = self.prefetch("--verify")
+class CorruptBlock:
+    """--verify of one file whose checksum its source publishes: a good run says the checksum matches; one byte of
+    one cached block flipped on disk makes the next run name the file, remove its blocks and exit 1; the run after
+    fetches it again, right."""
+
+    def check_a_corrupt_block_is_named_and_evicted(self, prefetch, cache, size, name, checksum):
+        result = prefetch("--verify")
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertIn("big.safetensors: checksum matches", result.stdout)
-        blocks = self.block_files()
-        self.assertEqual(len(blocks), (len(self.bytes) + MIB - 1) // MIB)
-        # One byte of one cached block flipped on disk: the next verification finds it.
+        self.assertIn(f"{name}: checksum matches ({checksum})", result.stdout)
+        blocks = cached_blocks(cache)
+        self.assertEqual(len(blocks), (size + MIB - 1) // MIB)
         with open(blocks[len(blocks) // 2], "r+b") as f:
             first = f.read(1)
             f.seek(0)
             f.write(bytes([first[0] ^ 0xFF]))
-        result = self.prefetch("--verify")
+        result = prefetch("--verify")
         self.assertEqual(result.returncode, 1)
-        self.assertIn("big.safetensors: does not match the checksum", result.stderr)
-        self.assertEqual(self.block_files(), [])
-        # Fetched again, right this time.
-        result = self.prefetch("--verify")
+        self.assertIn(f"{name}: does not match the checksum its source publishes ({checksum})", result.stderr)
+        self.assertEqual(cached_blocks(cache), [])
+        result = prefetch("--verify")
         self.assertEqual(result.returncode, 0, result.stderr)
-        self.assertIn("checksum matches", result.stdout)
+        self.assertIn(f"{name}: checksum matches ({checksum})", result.stdout)
+        self.assertEqual(len(cached_blocks(cache)), len(blocks))
+
+
+class PrefetchVerify(test_s3.S3Model, CorruptBlock):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        # The same bytes uploaded with the SHA-256 a client sends along (x-amz-checksum-sha256, base64), which S3
+        # checks and keeps; the test store's front does what AWS does with it (tests/servers/s3_server.js).
+        cls.checksum = base64.b64encode(hashlib.sha256(cls.bytes).digest()).decode()
+        status = cls.server.put_with_checksum(cls.bucket, "with-sha256.safetensors", cls.bytes, cls.checksum)
+        assert status == (200, None), status
+
+    def prefetch(self, *args, source=None):
+        return run("prefetch", source or self.source, "--quiet", *args, env=self.env())
+
+    def test_verify_against_the_etag_md5_and_a_corrupt_block_is_named_and_evicted(self):
+        # Uploaded without a checksum in one part: its ETag is the MD5 of its bytes.
+        self.check_a_corrupt_block_is_named_and_evicted(self.prefetch, self.cache, len(self.bytes),
+                                                        "big.safetensors", "the ETag's MD5")
+
+    def test_verify_against_x_amz_checksum_sha256_and_a_corrupt_block_is_named_and_evicted(self):
+        source = f"s3://{self.bucket}/with-sha256.safetensors"
+        self.check_a_corrupt_block_is_named_and_evicted(lambda *args: self.prefetch(*args, source=source),
+                                                        self.cache, len(self.bytes), "with-sha256.safetensors",
+                                                        "x-amz-checksum-sha256")
+
+    def test_the_store_refuses_an_upload_whose_checksum_does_not_match(self):
+        wrong = base64.b64encode(hashlib.sha256(b"other bytes").digest()).decode()
+        self.assertEqual(self.server.put_with_checksum(self.bucket, "refused.safetensors", self.bytes, wrong),
+                         (400, "BadDigest"))
 
     def test_a_file_fetched_in_part_is_not_verified(self):
         result = self.prefetch("--verify", "--tensors", "a")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("not verified", result.stdout)
+
+
+class PrefetchFromTheHub(RemoteModel, CorruptBlock):
+    """A Hub repo (nginx laid out as the Hub, remote_servers.hub_layout) with the model and the files a model folder
+    has besides: config.json, a tokenizer.json larger than what a mount reads when it opens a file, and a file in a
+    subfolder. The Hub's listing gives the LFS sha256 of the weights, computed by the stand-in with hashlib."""
+
+    other_files = side = {"config.json": b'{"model_type": "test"}\n',
+                          "tokenizer.json": random.Random(20).randbytes(3 * MIB + 5),
+                          "extra/notes.txt": b"notes\n"}
+
+    def prefetch(self, *args, source=f"hf://{HUB_REPO}/big.safetensors"):
+        env = remote_env(self.cache, {"HF_ENDPOINT": f"http://127.0.0.1:{self.server.hub}"})
+        return run("prefetch", source, "--cache-dir", self.cache, "--quiet", *args, env=env)
+
+    @staticmethod
+    def fetched_bytes(result):
+        return Prefetch.fetched_bytes(result)
+
+    def test_verify_against_the_lfs_sha256_and_a_corrupt_block_is_named_and_evicted(self):
+        self.check_a_corrupt_block_is_named_and_evicted(self.prefetch, self.cache, len(self.bytes),
+                                                        "big.safetensors", "the Hub's LFS sha256")
+
+    def test_files_fetches_side_files_and_a_second_run_fetches_nothing(self):
+        repo = f"hf://{HUB_REPO}"
+        first = self.prefetch("--files", "*.json", source=repo)
+        self.assertEqual(first.returncode, 0, first.stderr)
+        json_bytes = len(self.side["config.json"]) + len(self.side["tokenizer.json"])
+        self.assertEqual(self.fetched_bytes(first), json_bytes)
+        second = self.prefetch("--files", "*.json", source=repo)
+        self.assertEqual(second.returncode, 0, second.stderr)
+        self.assertEqual(self.fetched_bytes(second), 0)
+        # Paths are relative to SOURCE, subfolders included, as source/ shows them.
+        sub = self.prefetch("--files", "extra/*", source=repo)
+        self.assertEqual(sub.returncode, 0, sub.stderr)
+        self.assertEqual(self.fetched_bytes(sub), len(self.side["extra/notes.txt"]))
+        # A mount of the repo reads tokenizer.json from the disk cache: no request of its own.
+        m = Mount(repo, "--cache-dir", self.cache,
+                  env=remote_env(self.cache, {"HF_ENDPOINT": f"http://127.0.0.1:{self.server.hub}"})).__enter__()
+        self.addCleanup(m.__exit__, None, None, None)
+        before = stats_of(m)["requests"]
+        self.assertEqual(read_file(os.path.join(m.path, "source", "tokenizer.json")), self.side["tokenizer.json"])
+        self.assertEqual(read_file(os.path.join(m.path, "tokenizer.json")), self.side["tokenizer.json"])
+        self.assertEqual(stats_of(m)["requests"], before)
+
+    def test_files_on_a_terminal_show_the_progress_line(self):
+        leader, follower = pty.openpty()
+        shown = bytearray()
+
+        def read_terminal():
+            while True:
+                try:
+                    data = os.read(leader, 4096)
+                except OSError:  # EIO: the last writer closed the terminal
+                    return
+                if not data:
+                    return
+                shown.extend(data)
+
+        reader = threading.Thread(target=read_terminal)
+        reader.start()
+        try:
+            env = remote_env(self.cache, {"HF_ENDPOINT": f"http://127.0.0.1:{self.server.hub}"})
+            result = subprocess.run([BIN, "prefetch", f"hf://{HUB_REPO}", "--cache-dir", self.cache, "--files",
+                                     "*.json"], stdout=subprocess.PIPE, stderr=follower, text=True, env=env,
+                                    timeout=120)
+        finally:
+            os.close(follower)
+            reader.join(timeout=60)
+            os.close(leader)
+        self.assertEqual(result.returncode, 0)
+        total = len(self.side["config.json"]) + len(self.side["tokenizer.json"])
+        self.assertEqual(self.fetched_bytes(result), total)
+        # The line is redrawn in place (\r); the terminal turns its final \n into \r\n.
+        drawn = [line for line in shown.decode().split("\r") if line.strip()]
+        self.assertRegex(drawn[-1], rf"^prefetching hf://{HUB_REPO}: 3\.0 MiB of 3\.0 MiB \(100%\), ")
+
+    def test_files_with_verify_checks_weights_and_says_no_checksum_for_the_rest(self):
+        result = self.prefetch("--files", "*", "--verify", source=f"hf://{HUB_REPO}")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("big.safetensors: checksum matches (the Hub's LFS sha256)", result.stdout)
+        self.assertIn("tokenizer.json: no checksum", result.stdout)
+        self.assertIn("extra/notes.txt: no checksum", result.stdout)
+        self.assertEqual(self.fetched_bytes(result), len(self.bytes) + sum(len(d) for d in self.side.values()))
 
 
 if __name__ == "__main__":

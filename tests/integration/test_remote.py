@@ -86,11 +86,18 @@ def ranges_of(requests):
 class RemoteModel(unittest.TestCase):
     """A 68 MiB model on an nginx of its own (so that its log counts this test's requests only)."""
 
+    # Files served next to big.safetensors ({path: bytes}), for the tests that want a model folder's other files.
+    other_files = {}
+
     @classmethod
     def setUpClass(cls):
         remote_servers.use_remote_environment()
         cls.data = tempfile.mkdtemp(prefix="tensorfs-remote-data-")
         cls.spans, cls.values = make_model(cls.data, 1)
+        for path, data in cls.other_files.items():
+            os.makedirs(os.path.dirname(os.path.join(cls.data, path)), exist_ok=True)
+            with open(os.path.join(cls.data, path), "wb") as f:
+                f.write(data)
         with open(os.path.join(cls.data, "big.safetensors"), "rb") as f:
             cls.bytes = f.read()
         cls.server = Nginx(cls.data)

@@ -4,6 +4,11 @@
 // not: the AWS Signature Version 4 is recomputed with AWS's own signer (@aws-sdk/signature-v4) from the method,
 // path, query and signed headers as received, and a request that does not match is answered 403
 // SignatureDoesNotMatch. The front also answers If-Match as S3 does (412 PreconditionFailed), which s3rver ignores.
+// And it keeps the SHA-256 checksums of uploads as AWS S3 does, which s3rver 3.7 does not: a PUT through the front
+// that carries x-amz-checksum-sha256 (base64 of the body's SHA-256) is refused with 400 BadDigest when the body
+// does not match it, else the checksum is kept with the object (a later PUT without one drops it), and HEAD or GET
+// of the whole object return it in x-amz-checksum-sha256 (with x-amz-checksum-type: FULL_OBJECT) only when the
+// request carries `x-amz-checksum-mode: ENABLED`, as on AWS; a ranged GET never gets it.
 //
 //   node s3_server.js DATA_DIR LOG_FILE     settings as JSON on stdin (below); prints {"front": PORT, "store": PORT}
 //
@@ -27,6 +32,9 @@ const { Sha256 } = require('@aws-crypto/sha256-js');
 const SKEW_LIMIT_MS = 15 * 60 * 1000;
 const EMPTY_SHA256 = crypto.createHash('sha256').update('').digest('hex');
 const MAX_BODY_BYTES = 1 << 20;
+const MAX_PUT_BODY_BYTES = 256 << 20;  // objects uploaded through the front (with a checksum)
+// The x-amz-checksum-sha256 of objects uploaded with one, by canonical path (/BUCKET/KEY).
+const checksums = new Map();
 
 const [dataDir, logFile] = process.argv.slice(2);
 let settings = { region: 'us-east-1', accounts: [], public_buckets: [], clock_offset_seconds: 0 };
@@ -211,12 +219,13 @@ async function authorize(request, rawPath, rawQuery, body) {
 }
 
 function readBody(request) {
+  const limit = request.method === 'PUT' ? MAX_PUT_BODY_BYTES : MAX_BODY_BYTES;
   return new Promise((resolve, reject) => {
     const chunks = [];
     let length = 0;
     request.on('data', chunk => {
       length += chunk.length;
-      if (length > MAX_BODY_BYTES) {
+      if (length > limit) {
         reject(new S3Refusal(400, 'EntityTooLarge', 'The front takes small request bodies only.'));
         request.destroy();
       } else {
@@ -230,7 +239,28 @@ function readBody(request) {
 
 const storeAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
-function forward(request, response, storePort, record) {
+// A PUT's x-amz-checksum-sha256 checked against its body, as S3 does; returns it (undefined when none was sent).
+function checkedChecksum(request, body) {
+  const claimed = request.headers['x-amz-checksum-sha256'];
+  if (request.method !== 'PUT' || claimed === undefined) return undefined;
+  if (claimed !== crypto.createHash('sha256').update(body).digest('base64')) {
+    throw new S3Refusal(400, 'BadDigest', 'The SHA256 you specified did not match the calculated checksum.');
+  }
+  return claimed;
+}
+
+// The headers of the store's answer, with the object's checksum where S3 would return it.
+function answerHeaders(request, answer, path) {
+  const headers = { ...answer.headers };
+  const wanted = request.headers['x-amz-checksum-mode'] === 'ENABLED' && answer.statusCode === 200;
+  if (wanted && checksums.has(path) && (request.method === 'GET' || request.method === 'HEAD')) {
+    headers['x-amz-checksum-sha256'] = checksums.get(path);
+    headers['x-amz-checksum-type'] = 'FULL_OBJECT';
+  }
+  return headers;
+}
+
+function forward(request, response, storePort, record, body, checksum) {
   const headers = {};
   for (const [name, value] of Object.entries(request.headers)) {
     // s3rver verifies nothing of SigV4 but would refuse an access key it does not know: it sees anonymous reads.
@@ -254,17 +284,22 @@ function forward(request, response, storePort, record) {
                                      { RangeRequested: request.headers.range, ActualObjectSize: 0 }), record);
       return;
     }
+    const path = canonicalPath(request.url.split('?')[0]);
+    if (request.method === 'PUT' && answer.statusCode === 200) {
+      if (checksum === undefined) checksums.delete(path);
+      else checksums.set(path, checksum);
+    }
     record.status = answer.statusCode;
     record.bytes = 0;
     answer.on('data', chunk => { record.bytes += chunk.length; });
     // The request's line is in the log before the client has the end of the answer: a test that reads the log
     // once its reads have returned sees every request they made.
     answer.on('end', () => log.write(JSON.stringify(record) + '\n', () => response.end()));
-    response.writeHead(answer.statusCode, answer.headers);
+    response.writeHead(answer.statusCode, answerHeaders(request, answer, path));
     answer.pipe(response, { end: false });
   });
   upstream.on('error', error => refuse(response, new S3Refusal(500, 'InternalError', String(error)), record));
-  upstream.end();
+  upstream.end(body);
 }
 
 function refuse(response, refusal, record) {
@@ -298,7 +333,7 @@ function serveFront(storePort) {
         record.signed_headers = match ? match[1] : '';
       }
       record.who = await authorize(request, rawPath, rawQuery, body);
-      forward(request, response, storePort, record);
+      forward(request, response, storePort, record, body, checkedChecksum(request, body));
     } catch (error) {
       refuse(response, error instanceof S3Refusal ? error : new S3Refusal(500, 'InternalError', String(error)),
              record);

@@ -9,6 +9,7 @@
 #include "remote/aws_config.hpp"
 #include "remote/http_client.hpp"
 #include "remote/s3.hpp"
+#include "remote/s3_checksum.hpp"
 #include "remote/url.hpp"
 #include "remote/xml.hpp"
 #include "temp_folder.hpp"
@@ -293,6 +294,26 @@ BOOST_AUTO_TEST_CASE(file_names_and_prefixes) {
     BOOST_TEST(names_a_file("x.gguf"));
     BOOST_TEST(!names_a_file("models/llama"));
     BOOST_TEST(!names_a_file("models/llama/"));
+}
+
+// The checksums prefetch --verify takes from S3 (values of SHA-256 and MD5 of "abc", as AWS writes them).
+BOOST_AUTO_TEST_CASE(published_checksums) {
+    BOOST_TEST(sha256_of_s3_checksum("ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=").value() ==
+               "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    // A multipart upload's composite checksum (of the parts' checksums) is not the whole object's.
+    BOOST_TEST(!sha256_of_s3_checksum("ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=-3"));
+    BOOST_TEST(!sha256_of_s3_checksum(""));
+    BOOST_TEST(!sha256_of_s3_checksum("ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0"));
+    BOOST_TEST(!sha256_of_s3_checksum("ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAF==="));
+    BOOST_TEST(!sha256_of_s3_checksum("ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAF!0="));
+    const std::string etag = "\"900150983cd24fb0d6963f7d28e17f72\"";
+    BOOST_TEST(md5_of_s3_etag(etag, "").value() == "900150983cd24fb0d6963f7d28e17f72");
+    BOOST_TEST(md5_of_s3_etag(etag, "AES256").value() == "900150983cd24fb0d6963f7d28e17f72");
+    // KMS and customer keys give ETags that are no MD5; so does a multipart upload.
+    BOOST_TEST(!md5_of_s3_etag(etag, "aws:kms"));
+    BOOST_TEST(!md5_of_s3_etag(etag, "SSE-C"));
+    BOOST_TEST(!md5_of_s3_etag("\"900150983cd24fb0d6963f7d28e17f72-2\"", ""));
+    BOOST_TEST(!md5_of_s3_etag("W/\"900150983cd24fb0d6963f7d28e17f72\"", ""));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
