@@ -157,7 +157,6 @@ void RemoteContext::measured(std::uint64_t bytes, std::uint64_t first_byte_us, s
     first_byte_us_ = average(first_byte_us_, static_cast<double>(first_byte_us));
     const double transfer_us = static_cast<double>(total_us - first_byte_us);
     connection_rate_ = average(connection_rate_, static_cast<double>(bytes) * 1e6 / transfer_us);
-    range_seconds_.store(average(range_seconds_.load(), static_cast<double>(total_us) / 1e6));
     counters_->first_byte_us.set(static_cast<std::int64_t>(first_byte_us_));
     counters_->connection_rate.set(static_cast<std::int64_t>(connection_rate_));
 }

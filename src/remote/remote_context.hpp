@@ -87,8 +87,6 @@ public:
     // A range answer of `bytes` that took `first_byte_us` to its first byte and `total_us` to its last: the
     // measured round trip and rate of one connection (recent averages, shown in the stats).
     void measured(std::uint64_t bytes, std::uint64_t first_byte_us, std::uint64_t total_us);
-    // How long a range request of the read-ahead takes, first byte to last (recent average); 0 before any.
-    double range_seconds() const { return range_seconds_.load(); }
 
     // The window of the last sequential reader, shown in the stats.
     void show_window(std::uint64_t bytes) { counters_->window_bytes.set(static_cast<std::int64_t>(bytes)); }
@@ -116,7 +114,6 @@ private:
     const std::uint64_t memory_budget_;
     const std::uint64_t readahead_limit_;
     std::atomic<std::uint64_t> progress_left_{0};
-    std::atomic<double> range_seconds_{0};
 
     std::mutex mutex_;
     std::map<Key, std::shared_future<BlockPtr>> in_flight_;

@@ -3,7 +3,6 @@
 #include <curl/curl.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -26,11 +25,6 @@ constexpr std::uint64_t kBehind = std::uint64_t{16} << 20;
 constexpr std::uint64_t kGap = std::uint64_t{128} << 10;
 // A stream that starts this close to an object's beginning may take the progress another object's stream left.
 constexpr std::uint64_t kStartOfObject = std::uint64_t{2} << 20;
-// A stream whose last kCalmReads reads found their bytes fetched (none waited for the network) reads slower than
-// the network brings them: its window shrinks to what it reads while a range request is answered (twice that), at
-// least kLeastWindow.
-constexpr unsigned kCalmReads = 16;
-constexpr std::uint64_t kLeastWindow = std::uint64_t{4} << 20;
 // Range requests queued at most for the fetch threads (one per connection a context may use).
 constexpr std::size_t kMaxQueuedFetches = 1024;
 
@@ -156,13 +150,11 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
     // A read that is not sequential (yet) fetches its whole block when it lies inside one (at most a block, and
     // the block lands in the disk cache), else exactly its bytes (never two blocks for one small read).
     const bool exact = followed.ahead == 0 && offset / kBlockBytes != (end - 1) / kBlockBytes;
-    bool waited = false;  // for the network
     for (std::uint64_t at = offset; at < end;) {
         const std::uint64_t index = at / kBlockBytes;
         const std::uint64_t from = at - index * kBlockBytes;
         const auto part = static_cast<std::size_t>(std::min<std::uint64_t>(end - at, block_length(index) - from));
-        if (!serve_cached(index, from, part, out, &waited)) {
-            waited = true;
+        if (!serve_cached(index, from, part, out)) {
             if (exact) {
                 // Exactly what is asked, up to the next cached block.
                 std::uint64_t upto = index + 1;
@@ -181,7 +173,7 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
             for (std::uint64_t i = index; i <= last; ++i) bytes += block_length(i);
             RemoteContext::Claim claim = context_->claim(serial_, index, last - index + 1, bytes);
             if (!claim.promises.empty()) fetch_blocks(claim);
-            if (!serve_cached(index, from, part, out, &waited)) {
+            if (!serve_cached(index, from, part, out)) {
                 // Dropped from memory already (a budget smaller than one read): this part on its own.
                 fetch(at, part, out);
             }
@@ -189,7 +181,6 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
         at += part;
         out += part;
     }
-    if (followed.ahead > 0) record_wait(followed.id, waited);
 }
 
 RemoteObject::Follow RemoteObject::follow(std::uint64_t offset, std::uint64_t end) const {
@@ -212,8 +203,6 @@ RemoteObject::Follow RemoteObject::follow(std::uint64_t offset, std::uint64_t en
                                         [](const Stream& a, const Stream& b) { return a.used < b.used; });
         }
         *stream = Stream{};
-        stream->id = tick_;
-        stream->started = std::chrono::steady_clock::now();
         stream->end = end;
         // Once it turns out sequential, its read-ahead starts from its first block: the reads before that were
         // fetched exactly, and the disk cache should get the whole run.
@@ -226,29 +215,12 @@ RemoteObject::Follow RemoteObject::follow(std::uint64_t offset, std::uint64_t en
     }
     stream->used = tick_;
     if (stream->bytes == 0) return followed;
-    followed.id = stream->id;
-    // Twice what the stream read in order: the window opens as fast as the reader goes on, up to readahead=.
     followed.ahead = std::min(context_->readahead_limit(), 2 * stream->bytes);
-    const double range_seconds = context_->range_seconds();
-    const std::chrono::duration<double> reading = std::chrono::steady_clock::now() - stream->started;
-    if (stream->calm >= kCalmReads && range_seconds > 0 && reading.count() > 0) {
-        // A reader slower than the network: bytes in flight of its rate times a range request's round trip, twice.
-        const double rate = static_cast<double>(stream->bytes) / reading.count();
-        const auto wanted = static_cast<std::uint64_t>(2 * rate * range_seconds);
-        followed.ahead = std::min(followed.ahead, std::max(kLeastWindow, wanted));
-    }
     followed.stream_end = stream->end;
     followed.scheduled = stream->scheduled;
     context_->show_window(followed.ahead);
     if (stream->end + followed.ahead >= size()) context_->leave_progress(stream->bytes);
     return followed;
-}
-
-void RemoteObject::record_wait(std::uint64_t id, bool waited) const {
-    const std::lock_guard lock(mutex_);
-    for (Stream& stream : streams_) {
-        if (stream.id == id) stream.calm = waited ? 0 : stream.calm + 1;
-    }
 }
 
 void RemoteObject::record_scheduled(std::uint64_t stream_end, std::uint64_t scheduled) const {
@@ -302,10 +274,8 @@ void RemoteObject::read_ahead(const Follow& followed) const {
     record_scheduled(followed.stream_end, index);
 }
 
-bool RemoteObject::serve_cached(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst,
-                                bool* waited) const {
+bool RemoteObject::serve_cached(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst) const {
     if (const auto found = context_->find(serial_, index); found.valid()) {
-        if (waited != nullptr && found.wait_for(std::chrono::seconds(0)) != std::future_status::ready) *waited = true;
         BlockPtr block;
         try {
             block = found.get();

@@ -9,9 +9,7 @@
 //   - a read that continues a stream (starts near where one ended) fetches whole blocks of kBlockBytes, and the
 //     read-ahead keeps the blocks up to a window ahead fetched or on their way, in range requests of up to
 //     kRangeBytes on up to max_connections connections; the window is twice what the stream has read in order,
-//     up to readahead=, so it grows only while reads go in order (and once a stream's reads stop waiting for the
-//     network, it shrinks to twice the stream's rate times a range request's round trip, both measured, at least
-//     4 MiB: bytes in flight of about rate x round trip), and it stays open across tensors (their bytes
+//     up to readahead=, so it grows only while reads go in order, and it stays open across tensors (their bytes
 //     follow each other in the file) and into the next object (a stream that reached an object's end hands its
 //     progress to the next stream that starts at another object's beginning: the next shard);
 //   - blocks in the disk cache are read straight from their file into the reader's buffer, never staged whole.
@@ -21,7 +19,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -97,7 +94,6 @@ private:
     // What a read learns of the reader's stream: how far ahead of the stream's end blocks should be fetched (0: a
     // read that is not (yet) sequential), and from which block the read-ahead goes on.
     struct Follow {
-        std::uint64_t id = 0;  // the stream's
         std::uint64_t ahead = 0;
         std::uint64_t stream_end = 0;
         std::uint64_t scheduled = 0;
@@ -105,12 +101,9 @@ private:
     Follow follow(std::uint64_t offset, std::uint64_t end) const;
     void read_ahead(const Follow& follow) const;
     void record_scheduled(std::uint64_t stream_end, std::uint64_t scheduled) const;
-    // Whether a read of stream `id` waited for the network: a stream whose reads do not wait is slower than it.
-    void record_wait(std::uint64_t id, bool waited) const;
     // Copies bytes [from, from + length) of block `index` to `dst` from memory or the disk cache; false when the
-    // block is in neither. Sets *waited when the block was still on its way.
-    bool serve_cached(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst,
-                      bool* waited = nullptr) const;
+    // block is in neither.
+    bool serve_cached(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst) const;
     // Fetches the claimed blocks (in one range request, or one per gap between pieces kept of them), hands them to
     // their waiters and queues them for the disk.
     // Throws IoError (which the waiters get too) when they cannot be fetched.
@@ -142,12 +135,8 @@ private:
     mutable std::mutex mutex_;
     mutable std::string location_;      // where `url_` last redirected to: asked directly until it fails
     // The recent streams of reads: where each ended, how much it read in order, up to where its read-ahead was
-    // scheduled, when it was last used (for replacing the oldest), when it started and how many of its reads in a
-    // row did not wait for the network.
+    // scheduled, when it was last used (for replacing the oldest).
     struct Stream {
-        std::uint64_t id = 0;
-        std::chrono::steady_clock::time_point started;
-        unsigned calm = 0;
         std::uint64_t end = 0;
         std::uint64_t bytes = 0;
         std::uint64_t scheduled = 0;  // in blocks
