@@ -10,6 +10,9 @@ the same round, on a model of 64 BF16 tensors of 16 MiB (1 GiB at --scale 1) ser
 - cold cat, capped / `rclone mount --vfs-cache-mode full` of the same server (cold), and the same warm
 - random 64-byte touches of a cold mount (numpy.memmap of raw): bytes fetched per touch (from the mount's stats)
 - the daemon's peak RSS during the cold cat / cache_size + 64 MiB
+- cold cat of the model from an S3 store (the tests' s3rver behind its SigV4-checking front, uncapped) / 16
+  `curl --aws-sigv4` of consecutive ranges of it at once (the parallel-range loader aria2c is for HTTP, which
+  cannot sign)
 
 aria2c and rclone are Debian's (`apt-get install aria2 rclone`), installed here when missing: only this benchmark
 needs them."""
@@ -32,6 +35,8 @@ DELAY = 0.025
 CAP = "100m"  # nginx's limit_rate per connection (bytes: 100 MiB/s)
 CACHE_SIZE = 256 * MIB  # the default cache_size, which the RSS row is measured against
 TOUCHES = 64
+S3_BUCKET = "load"
+S3_RANGES = 16  # parallel signed range requests of the S3 row's baseline
 
 
 def ensure_tools():
@@ -217,6 +222,56 @@ class Load:
         return elapsed
 
 
+class S3Store:
+    """The tests' S3 store holding the model; `env` is the environment in which tensorfs and curl reach it."""
+
+    def __init__(self, model):
+        import s3_servers
+        self.account = s3_servers.ACCOUNT
+        self.server = s3_servers.S3Server()
+        try:
+            self.server.create_bucket(S3_BUCKET)
+            with open(model, "rb") as f:
+                self.server.put(S3_BUCKET, "model.safetensors", f.read())
+        except BaseException:
+            self.server.stop()
+            raise
+        self.url = f"s3://{S3_BUCKET}/model.safetensors"
+        self.env = self.server.env(NO_PROXY="127.0.0.1", no_proxy="127.0.0.1")
+
+    def parallel_curl_seconds(self, size):
+        """S3_RANGES `curl --aws-sigv4` of consecutive ranges covering the object, all at once."""
+        import bench_s3
+        part = -(-size // S3_RANGES)
+        started = time.monotonic()
+        processes = []
+        for offset in range(0, size, part):
+            config = bench_s3.sigv4_config(self.server, self.account, "model.safetensors", offset,
+                                           min(part, size - offset), S3_BUCKET)
+            process = subprocess.Popen(["curl", "--config", "-"], stdin=subprocess.PIPE, text=True, env=self.env)
+            process.stdin.write(config)
+            process.stdin.close()
+            processes.append(process)
+        if any(process.wait() != 0 for process in processes):
+            raise RuntimeError("curl --aws-sigv4 failed")
+        return time.monotonic() - started
+
+    def cold_cat_seconds(self, load):
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(self.env)
+        try:
+            elapsed, cache = load.cold_cat(self.url)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+        shutil.rmtree(cache)
+        return elapsed
+
+    def stop(self):
+        self.server.stop()
+
+
 def run(bench, scale):
     ensure_tools()
     os.environ.setdefault("TENSORFS_BIN", bench.tensorfs)
@@ -229,12 +284,14 @@ def run(bench, scale):
     server = Nginx(folder, rs)
     proxy = rs.FaultProxy(server.uncapped)
     load = Load(bench, rs, model, names)
+    s3 = None
     capped = f"http://127.0.0.1:{server.capped}/model.safetensors"
     uncapped = f"http://127.0.0.1:{server.uncapped}/model.safetensors"
     through_proxy = f"http://127.0.0.1:{proxy.port}/model.safetensors"
     rows = {key: [] for key in ("cat", "raws", "uncapped", "delay", "warm", "prefetch", "rclone", "rclone_warm",
-                                "touch", "rss")}
+                                "touch", "rss", "s3")}
     try:
+        s3 = S3Store(model)
         bench.warm(model)
         for _ in range(bench.rounds):
             aria = load.aria2c(capped)
@@ -266,7 +323,10 @@ def run(bench, scale):
             rows["rclone_warm"].append((rclone_warm, warm))
             rows["touch"].append((load.fetched_per_touch(capped), MIB))
             rows["rss"].append((load.peak_rss_of_cold_cat(capped), CACHE_SIZE + 64 * MIB))
+            rows["s3"].append((s3.parallel_curl_seconds(load.size), s3.cold_cat_seconds(load)))
     finally:
+        if s3 is not None:
+            s3.stop()
         proxy.stop()
         server.stop()
         shutil.rmtree(folder, ignore_errors=True)
@@ -287,3 +347,4 @@ def run(bench, scale):
     bench.row("L8. random 64-byte memmap touch, cold: MiB fetched per touch / 1 MiB", rows["touch"], "MiB", "<= 1",
               MIB)
     bench.row("L9. daemon peak RSS, cold cat / cache_size + 64 MiB", rows["rss"], "MiB", "<= 1", MIB)
+    speed_row(f"L10. cold cat from S3 (s3rver) / {S3_RANGES} curl --aws-sigv4 ranges at once", "s3", ">= 0.9")

@@ -20,15 +20,21 @@ BUCKET = "bench"
 EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 
-def curl_rate(server, account, key, offset, nbytes):
-    """`curl --aws-sigv4` of bytes [offset, offset + nbytes) of `key`, the keys given on stdin (not argv)."""
-    config = "\n".join([
+def sigv4_config(server, account, key, offset, nbytes, bucket=BUCKET):
+    """curl's --config (given on stdin, so that the keys are not in argv) for `curl --aws-sigv4` of bytes
+    [offset, offset + nbytes) of `key`."""
+    return "\n".join([
         'aws-sigv4 = "aws:amz:us-east-1:s3"',
         f'user = "{account["access_key"]}:{account["secret_key"]}"',
         f'header = "x-amz-content-sha256: {EMPTY_SHA256}"',
         f'range = "{offset}-{offset + nbytes - 1}"',
-        f'url = "{server.endpoint}/{BUCKET}/{key}"',
+        f'url = "{server.endpoint}/{bucket}/{key}"',
         'output = "/dev/null"', "silent", "fail"]) + "\n"
+
+
+def curl_rate(server, account, key, offset, nbytes):
+    """`curl --aws-sigv4` of bytes [offset, offset + nbytes) of `key`."""
+    config = sigv4_config(server, account, key, offset, nbytes)
     started = time.monotonic()
     subprocess.run(["curl", "--config", "-"], input=config, text=True, check=True)
     return nbytes / (time.monotonic() - started)

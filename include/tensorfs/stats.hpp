@@ -55,6 +55,8 @@ struct RemoteCounters {
     Gauge memory_budget;        // what in flight, in memory and queued may hold together
     Gauge max_connections;      // the mount option max_connections=
     Gauge readahead_limit;      // the mount option readahead=
+    Gauge first_byte_us;        // a range answer's time to its first byte (the round trip), recent average
+    Gauge connection_rate;      // bytes per second of one connection while a range arrives, recent average
 
     // The counters as a JSON object (the "remote" group of stats.json).
     nlohmann::ordered_json to_json() const;

@@ -204,11 +204,16 @@ std::string render(const Stats& stats, bool widest) {
         {"remote_max_connections", "The most range requests in flight at once (max_connections=).",
          &remote.max_connections},
         {"remote_readahead_limit_bytes", "The read-ahead window's upper bound (readahead=).",
-         &remote.readahead_limit}};
+         &remote.readahead_limit},
+        {"remote_connection_bytes_per_second", "One connection's rate while a range arrives (recent average).",
+         &remote.connection_rate}};
     for (const auto& [name, help, gauge] : remote_gauges) {
         out.family(name, "gauge", help);
         out.count(name, "", static_cast<std::uint64_t>(std::max<std::int64_t>(0, gauge->get())));
     }
+    out.family("remote_first_byte_seconds", "gauge", "Time to the first byte of a range answer (recent average).");
+    out.seconds("remote_first_byte_seconds", "",
+                static_cast<std::uint64_t>(std::max<std::int64_t>(0, remote.first_byte_us.get())) * 1000);
 
     out.family("fuse_requests_total", "counter", "Requests the kernel sent to this mount, by kind.");
     for (std::size_t i = 0; i < kFuseRequestNames.size(); ++i) {

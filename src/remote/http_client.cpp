@@ -387,6 +387,12 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
         curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, detail);
 
         const CURLcode code = curl_easy_perform(handle);
+        curl_off_t first_byte_us = 0;
+        curl_off_t total_us = 0;
+        curl_easy_getinfo(handle, CURLINFO_STARTTRANSFER_TIME_T, &first_byte_us);
+        curl_easy_getinfo(handle, CURLINFO_TOTAL_TIME_T, &total_us);
+        transfer.response.first_byte_us = static_cast<std::uint64_t>(std::max<curl_off_t>(0, first_byte_us));
+        transfer.response.total_us = static_cast<std::uint64_t>(std::max<curl_off_t>(0, total_us));
         curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, nullptr);
         curl_easy_setopt(handle, CURLOPT_HTTPHEADER, nullptr);
         curl_slist_free_all(headers);

@@ -121,6 +121,46 @@ void RemoteContext::end_claim(Claim& claim) {
     show_memory();
 }
 
+void RemoteContext::keep_piece(std::uint64_t serial, std::uint64_t index, Piece piece) {
+    const Key key{serial, index};
+    const std::lock_guard lock(mutex_);
+    if (piece_index_.count(key) != 0) return;  // the one kept first is as good
+    piece_bytes_ += piece.bytes.size();
+    pieces_.emplace_front(key, std::move(piece));
+    piece_index_.emplace(key, pieces_.begin());
+    while (piece_bytes_ > memory_budget_ / 8) {
+        piece_bytes_ -= pieces_.back().second.bytes.size();
+        piece_index_.erase(pieces_.back().first);
+        pieces_.pop_back();
+    }
+    trim();
+    show_memory();
+}
+
+std::optional<RemoteContext::Piece> RemoteContext::take_piece(std::uint64_t serial, std::uint64_t index) {
+    const std::lock_guard lock(mutex_);
+    const auto found = piece_index_.find(Key{serial, index});
+    if (found == piece_index_.end()) return std::nullopt;
+    Piece piece = std::move(found->second->second);
+    pieces_.erase(found->second);
+    piece_index_.erase(found);
+    piece_bytes_ -= piece.bytes.size();
+    show_memory();
+    return piece;
+}
+
+void RemoteContext::measured(std::uint64_t bytes, std::uint64_t first_byte_us, std::uint64_t total_us) {
+    if (total_us <= first_byte_us) return;
+    // Recent averages: each answer weighs an eighth.
+    const auto average = [](double before, double now) { return before == 0 ? now : before + (now - before) / 8; };
+    const std::lock_guard lock(mutex_);
+    first_byte_us_ = average(first_byte_us_, static_cast<double>(first_byte_us));
+    const double transfer_us = static_cast<double>(total_us - first_byte_us);
+    connection_rate_ = average(connection_rate_, static_cast<double>(bytes) * 1e6 / transfer_us);
+    counters_->first_byte_us.set(static_cast<std::int64_t>(first_byte_us_));
+    counters_->connection_rate.set(static_cast<std::int64_t>(connection_rate_));
+}
+
 void RemoteContext::queued_for_disk(std::int64_t bytes) {
     const std::lock_guard lock(mutex_);
     queued_bytes_ += bytes;
@@ -129,7 +169,7 @@ void RemoteContext::queued_for_disk(std::int64_t bytes) {
 }
 
 std::uint64_t RemoteContext::held() const {
-    return in_flight_bytes_ + static_cast<std::uint64_t>(std::max<std::int64_t>(0, queued_bytes_));
+    return in_flight_bytes_ + piece_bytes_ + static_cast<std::uint64_t>(std::max<std::int64_t>(0, queued_bytes_));
 }
 
 void RemoteContext::trim() {
@@ -142,7 +182,7 @@ void RemoteContext::trim() {
 
 void RemoteContext::show_memory() {
     counters_->bytes_in_flight.set(static_cast<std::int64_t>(in_flight_bytes_));
-    counters_->bytes_in_memory.set(static_cast<std::int64_t>(recent_bytes_));
+    counters_->bytes_in_memory.set(static_cast<std::int64_t>(recent_bytes_ + piece_bytes_));
     counters_->bytes_queued_for_disk.set(queued_bytes_);
 }
 

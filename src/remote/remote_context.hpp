@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,8 +70,23 @@ public:
     // The claimed blocks were not fetched: waiters get `error`, or nullptr (fetch it yourself) when it is null.
     void give_up(Claim& claim, std::exception_ptr error);
 
+    // Bytes of one block fetched exactly (by a read spanning two blocks before its stream turned out sequential):
+    // [begin, begin + bytes.size()) of the block. Kept (the oldest dropped past an eighth of the memory budget,
+    // counted in it) so that fetching the block whole later asks only for the rest: each byte is fetched once.
+    struct Piece {
+        std::size_t begin = 0;
+        std::string bytes;
+    };
+    void keep_piece(std::uint64_t serial, std::uint64_t index, Piece piece);
+    // The piece kept of block `index` of object `serial`, removed from the memory; nullopt when none is.
+    std::optional<Piece> take_piece(std::uint64_t serial, std::uint64_t index);
+
     // Bytes that queued disk writes hold: counted against the budget (the disk cache calls it).
     void queued_for_disk(std::int64_t bytes);
+
+    // A range answer of `bytes` that took `first_byte_us` to its first byte and `total_us` to its last: the
+    // measured round trip and rate of one connection (recent averages, shown in the stats).
+    void measured(std::uint64_t bytes, std::uint64_t first_byte_us, std::uint64_t total_us);
 
     // The window of the last sequential reader, shown in the stats.
     void show_window(std::uint64_t bytes) { counters_->window_bytes.set(static_cast<std::int64_t>(bytes)); }
@@ -83,7 +99,7 @@ public:
 private:
     using Key = std::pair<std::uint64_t, std::uint64_t>;
     void end_claim(Claim& claim);
-    // Bytes in flight and queued for the disk. Called with mutex_ held.
+    // Bytes in flight, queued for the disk and kept in pieces. Called with mutex_ held.
     std::uint64_t held() const;
     // Drops the least recently used blocks until everything fits the budget. Called with mutex_ held.
     void trim();
@@ -104,9 +120,14 @@ private:
     std::list<std::pair<Key, BlockPtr>> recent_;  // most recently used first
     std::map<Key, std::list<std::pair<Key, BlockPtr>>::iterator> recent_index_;
     std::size_t recent_bytes_ = 0;
+    std::list<std::pair<Key, Piece>> pieces_;  // most recently kept first
+    std::map<Key, std::list<std::pair<Key, Piece>>::iterator> piece_index_;
+    std::size_t piece_bytes_ = 0;
     std::size_t in_flight_bytes_ = 0;
     std::int64_t queued_bytes_ = 0;
     unsigned connections_ = 0;
+    double first_byte_us_ = 0;
+    double connection_rate_ = 0;
 };
 
 }  // namespace tensorfs::remote

@@ -162,6 +162,7 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
                 const std::size_t count = static_cast<std::size_t>(std::min(end, upto * kBlockBytes) - at);
                 fetch(at, count, out);
                 context_->counters().disk_cache_misses.add(1);
+                keep_fetched(at, count, out);
                 at += count;
                 out += count;
                 continue;
@@ -316,33 +317,90 @@ void RemoteObject::fetch_blocks(RemoteContext::Claim& claim) const {
     for (std::size_t i = 0; i < count; ++i) bytes += block_length(first + i);
     try {
         std::shared_ptr<char[]> buffer(new char[bytes]);
-        fetch(first * kBlockBytes, bytes, buffer.get());
-        context_->counters().disk_cache_misses.add(count);
-        std::vector<BlockPtr> blocks;
-        blocks.reserve(count);
+        // What exact reads kept of these blocks is not asked again: the rest comes in one request per gap.
+        std::size_t gap = 0;
         std::size_t at = 0;
         for (std::size_t i = 0; i < count; ++i) {
-            auto block = std::make_shared<Block>();
-            block->storage = buffer;
-            block->bytes = buffer.get() + at;
-            block->length = block_length(first + i);
-            at += block->length;
-            blocks.push_back(std::move(block));
-        }
-        context_->deliver(claim, blocks);
-        // Kept on disk once its readers have it: a disk that falls behind never holds a block back from them.
-        if (const auto& folder = cache_folder()) {
-            for (std::size_t i = 0; i < count; ++i) {
-                context_->disk().write_later(*folder, first + i, blocks[i]);
-                disk_state_[first + i] = 0;  // ask the disk again when it is no longer in memory
+            if (auto piece = context_->take_piece(serial_, first + i)) {
+                const std::size_t piece_at = at + piece->begin;
+                std::memcpy(buffer.get() + piece_at, piece->bytes.data(), piece->bytes.size());
+                if (piece_at > gap) fetch(first * kBlockBytes + gap, piece_at - gap, buffer.get() + gap);
+                gap = piece_at + piece->bytes.size();
             }
+            at += block_length(first + i);
         }
+        if (bytes > gap) fetch(first * kBlockBytes + gap, bytes - gap, buffer.get() + gap);
+        context_->counters().disk_cache_misses.add(count);
+        hand_over(claim, std::move(buffer));
     } catch (const IoError&) {
         context_->give_up(claim, std::current_exception());
         throw;
     } catch (...) {
         context_->give_up(claim, nullptr);  // out of memory: whoever waits tries again itself
         throw;
+    }
+}
+
+void RemoteObject::hand_over(RemoteContext::Claim& claim, std::shared_ptr<char[]> buffer) const {
+    const std::uint64_t first = claim.first;
+    const std::size_t count = claim.promises.size();
+    std::vector<BlockPtr> blocks;
+    blocks.reserve(count);
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        auto block = std::make_shared<Block>();
+        block->storage = buffer;
+        block->bytes = buffer.get() + at;
+        block->length = block_length(first + i);
+        at += block->length;
+        blocks.push_back(std::move(block));
+    }
+    context_->deliver(claim, blocks);
+    // Kept on disk once its readers have it: a disk that falls behind never holds a block back from them.
+    if (const auto& folder = cache_folder()) {
+        for (std::size_t i = 0; i < count; ++i) {
+            context_->disk().write_later(*folder, first + i, blocks[i]);
+            disk_state_[first + i] = 0;  // ask the disk again when it is no longer in memory
+        }
+    }
+}
+
+void RemoteObject::keep_fetched(std::uint64_t offset, std::size_t length, const char* bytes) const {
+    const std::uint64_t end = offset + length;
+    for (std::uint64_t index = offset / kBlockBytes; index * kBlockBytes < end;) {
+        const std::uint64_t begin = index * kBlockBytes;
+        const std::uint64_t from = std::max(offset, begin);
+        if (from != begin || end < begin + block_length(index)) {
+            // Part of a block: kept as a piece.
+            const std::size_t part = static_cast<std::size_t>(std::min(end, begin + block_length(index)) - from);
+            context_->keep_piece(serial_, index, {static_cast<std::size_t>(from - begin),
+                                                  std::string(bytes + (from - offset), part)});
+            ++index;
+            continue;
+        }
+        // Whole blocks: kept in memory and on disk as if fetched whole (unless someone fetches them already).
+        std::uint64_t count = 1;
+        std::size_t run = block_length(index);
+        while ((index + count) * kBlockBytes < end &&
+               (index + count) * kBlockBytes + block_length(index + count) <= end) {
+            run += block_length(index + count);
+            ++count;
+        }
+        RemoteContext::Claim claim = context_->claim(serial_, index, count, run);
+        const std::size_t claimed = claim.promises.size();
+        if (claimed > 0) {
+            std::size_t claimed_bytes = 0;
+            for (std::size_t i = 0; i < claimed; ++i) claimed_bytes += block_length(index + i);
+            try {
+                std::shared_ptr<char[]> buffer(new char[claimed_bytes]);
+                std::memcpy(buffer.get(), bytes + (begin - offset), claimed_bytes);
+                hand_over(claim, std::move(buffer));
+            } catch (...) {
+                context_->give_up(claim, nullptr);
+                throw;
+            }
+        }
+        index += std::max<std::size_t>(1, claimed);
     }
 }
 
@@ -496,6 +554,8 @@ void RemoteObject::fetch(std::uint64_t offset, std::size_t length, char* dst) co
                 const std::lock_guard lock(mutex_);
                 location_ = response.url;
             }
+            // Whole blocks (not a parser's or a random reader's few bytes) tell what a range of the read-ahead costs.
+            if (length >= kBlockBytes) context_->measured(length, response.first_byte_us, response.total_us);
             return;
         }
         // 412: If-Match failed. 200: If-Range failed (the whole object came instead of a range). 416: it shrank.

@@ -5,6 +5,7 @@
 // the reader, not the tensor (read_in_region ignores the region):
 //   - a read that continues none of the object's recent streams fetches its block when it lies inside one, else
 //     exactly its own bytes (when they are not in memory or in the disk cache): a random touch costs 1 MiB at most;
+//     what it fetched is kept (parts of blocks as pieces), so a block fetched whole later asks only for the rest;
 //   - a read that continues a stream (starts near where one ended) fetches whole blocks of kBlockBytes, and the
 //     read-ahead keeps the blocks up to a window ahead fetched or on their way, in range requests of up to
 //     kRangeBytes on up to max_connections connections; the window is twice what the stream has read in order,
@@ -103,9 +104,16 @@ private:
     // Copies bytes [from, from + length) of block `index` to `dst` from memory or the disk cache; false when the
     // block is in neither.
     bool serve_cached(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst) const;
-    // Fetches the claimed blocks in one range request, hands them to their waiters and queues them for the disk.
+    // Fetches the claimed blocks (in one range request, or one per gap between pieces kept of them), hands them to
+    // their waiters and queues them for the disk.
     // Throws IoError (which the waiters get too) when they cannot be fetched.
     void fetch_blocks(RemoteContext::Claim& claim) const;
+    // Splits a buffer of the claimed blocks' bytes into blocks, hands them to their waiters and queues them for
+    // the disk.
+    void hand_over(RemoteContext::Claim& claim, std::shared_ptr<char[]> buffer) const;
+    // Keeps what an exact fetch brought, bytes [offset, offset + length): its whole blocks as fetched blocks, the
+    // parts of blocks at its ends as pieces (see RemoteContext::keep_piece).
+    void keep_fetched(std::uint64_t offset, std::size_t length, const char* bytes) const;
     std::size_t block_length(std::uint64_t index) const;
     // Fetches bytes [offset, offset + length) into `dst`, checking that the object is still the one opened.
     void fetch(std::uint64_t offset, std::size_t length, char* dst) const;

@@ -20,37 +20,42 @@ import unittest
 import numpy as np
 
 import test_s3  # for its S3Model (imported as a module, so that its tests do not run here again)
-from tensorfs_mount import BIN, Mount, read_file, run
+from tensorfs_mount import BIN, Mount, daemon_pids, read_file, run, wait_until
 from remote_servers import HUB_REPO, remote_env
-from test_remote import MIB, MOUNT_REQUESTS, RemoteModel, stats_of, write_safetensors
+from test_remote import MIB, MOUNT_REQUESTS, RemoteModel, ranges_of, stats_of, write_safetensors
 
 CHUNKS = (4096, 128 << 10, 1 << 20, 3 * MIB + 17, 77)  # read sizes that cross block and tensor edges unevenly
 
 
+def read_in_odd_chunks(path):
+    out = bytearray()
+    with open(path, "rb", buffering=0) as f:
+        i = 0
+        while True:
+            data = f.read(CHUNKS[i % len(CHUNKS)])
+            if not data:
+                return bytes(out)
+            out += data
+            i += 1
+
+
 class FollowTheReader(RemoteModel):
-    def read_in_odd_chunks(self, path):
-        out = bytearray()
-        with open(path, "rb", buffering=0) as f:
-            i = 0
-            while True:
-                data = f.read(CHUNKS[i % len(CHUNKS)])
-                if not data:
-                    return bytes(out)
-                out += data
-                i += 1
 
     def test_every_raw_in_order_and_model_safetensors_are_the_source_bytes(self):
         m = self.mount(None, "-o", "readahead=8M,max_connections=3")
         for name in ("a", "b", "c", "d"):
-            self.assertEqual(self.read_in_odd_chunks(m.tensor(name, "raw")), self.raw_of(name), name)
+            self.assertEqual(read_in_odd_chunks(m.tensor(name, "raw")), self.raw_of(name), name)
         stats = stats_of(m)
         self.assertGreater(stats["readahead"]["window_bytes"], 0)
         self.assertEqual(stats["readahead"]["limit_bytes"], 8 * MIB)
         self.assertEqual(stats["readahead"]["max_connections"], 3)
+        # What the window follows, measured on the blocks' range answers.
+        self.assertGreater(stats["readahead"]["connection_bytes_per_second"], 0)
+        self.assertIn("first_byte_us", stats["readahead"])
         with Mount(os.path.join(self.data, "big.safetensors")) as local:
             expected = read_file(os.path.join(local.path, "model.safetensors"))
         cold = self.mount(cache=tempfile.mkdtemp(dir=self.cache))
-        self.assertEqual(self.read_in_odd_chunks(os.path.join(cold.path, "model.safetensors")), expected)
+        self.assertEqual(read_in_odd_chunks(os.path.join(cold.path, "model.safetensors")), expected)
 
     def test_random_and_sequential_reads_switching(self):
         m = self.mount()
@@ -69,6 +74,32 @@ class FollowTheReader(RemoteModel):
                 data = os.pread(fd, length, at)
                 self.assertEqual(data, expected[at:at + length], (at, length))
                 at = min(at + len(data), size - 1)
+
+    def test_a_read_across_blocks_that_turns_sequential_fetches_each_byte_once(self):
+        # The first read spans a block edge, so it is fetched exactly; the reads after it continue it, so the
+        # read-ahead fetches those two blocks whole: only what the first read did not bring may be asked again.
+        m = self.mount()
+        mark = self.log_mark()
+        offset, size = self.spans["c"]
+        edge = (offset // MIB + 2) * MIB
+        start = (edge - offset - (32 << 10)) // 4096 * 4096  # 32-36 KiB before the edge, page-aligned in raw
+        expected = self.raw_of("c")
+        with open(m.tensor("c", "raw"), "rb", buffering=0) as f:
+            f.seek(start)
+            self.assertEqual(f.read(128 << 10), expected[start:start + (128 << 10)])
+            at = start + (128 << 10)
+            while at < size:
+                data = f.read(128 << 10)
+                self.assertEqual(data, expected[at:at + len(data)], at)
+                at += len(data)
+        self.unmount_and_wait(m)  # every fetch it started is over and logged
+        asked = sorted(ranges_of(r for r in self.requests_since(mark) if r[1] == "/big.safetensors"))
+        # The first read was fetched exactly (it is what this test is about)...
+        self.assertIn(offset + start, [first for first, _ in asked], asked)
+        for (_, last), (first, _) in zip(asked, asked[1:]):
+            self.assertGreater(first, last, asked)
+        # ...and the bytes before it in its first block were fetched too (so that the block is cached whole).
+        self.assertEqual(asked[0][0], (offset + start) // MIB * MIB, asked)
 
     def test_a_random_64_byte_touch_fetches_at_most_a_megabyte(self):
         m = self.mount()
@@ -198,6 +229,33 @@ class Prefetch(RemoteModel):
         result = self.prefetch("--quiet", "--tensors", "nothing*")
         self.assertEqual(result.returncode, 1)
         self.assertIn("nothing matches", result.stderr)
+
+
+class S3ReadAhead(test_s3.S3Model):
+    """S3 objects are the same remote objects (with a signing context): the same read-ahead, checked the same way."""
+
+    def test_reads_across_blocks_and_tensors_are_the_bytes_and_no_byte_is_asked_twice(self):
+        m = self.mount(self.source, None, "-o", "readahead=8M,max_connections=3")
+        mark = self.log_mark()
+        offset, size = self.spans["b"]
+        edge = (offset // MIB + 2) * MIB
+        start = (edge - offset - (32 << 10)) // 4096 * 4096  # the first read spans a block edge: fetched exactly
+        with open(m.tensor("b", "raw"), "rb", buffering=0) as f:
+            f.seek(start)
+            got = f.read(128 << 10) + f.read()
+        self.assertEqual(got, self.raw_of("b")[start:])
+        # On into the next tensor in odd chunks: the window stays open across the boundary.
+        self.assertEqual(read_in_odd_chunks(m.tensor("c", "raw")), self.raw_of("c"))
+        stats = stats_of(m)
+        self.assertGreater(stats["readahead"]["window_bytes"], 0)
+        m.__exit__(None, None, None)
+        self.assertTrue(wait_until(lambda: not daemon_pids(m.path)), "the daemon outlived its mount")
+        asked = sorted(tuple(int(x) for x in r["range"][len("bytes="):].split("-"))
+                       for r in self.requests_since(mark)
+                       if r["path"].endswith("/big.safetensors") and (r["range"] or "").startswith("bytes="))
+        self.assertIn(offset + start, [first for first, _ in asked], asked)
+        for (_, last), (first, _) in zip(asked, asked[1:]):
+            self.assertGreater(first, last, asked)
 
 
 def cached_blocks(cache):

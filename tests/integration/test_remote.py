@@ -186,6 +186,7 @@ class FetchOnlyWhatIsRead(RemoteModel):
                 self.assertEqual(stats["requests"], MOUNT_REQUESTS + len(requests))
                 self.assertEqual(stats["bytes_fetched"], HEAD + fetched)
                 self.assertEqual(stats["retries"], 0)
+                self.unmount_and_wait(m)  # its read-ahead's requests must not count as the next one's
 
 
     def test_peeking_at_a_tensor_fetches_a_few_blocks_not_the_tensor(self):
