@@ -13,6 +13,8 @@ the same round, on a model of 64 BF16 tensors of 16 MiB (1 GiB at --scale 1) ser
 - cold cat of the model from an S3 store (the tests' s3rver behind its SigV4-checking front, uncapped) / 16
   `curl --aws-sigv4` of consecutive ranges of it at once (the parallel-range loader aria2c is for HTTP, which
   cannot sign)
+- beside them, without targets, what bounds them: the capped and uncapped cold cats and the S3 one again without the
+  disk cache (`--disk-cache-size 0`), and the mount of the local file against the uncapped curl (FUSE's own ceiling)
 
 aria2c and rclone are Debian's (`apt-get install aria2 rclone`), installed here when missing: only this benchmark
 needs them."""
@@ -37,6 +39,7 @@ CACHE_SIZE = 256 * MIB  # the default cache_size, which the RSS row is measured 
 TOUCHES = 64
 S3_BUCKET = "load"
 S3_RANGES = 16  # parallel signed range requests of the S3 row's baseline
+NO_DISK_CACHE = ("--disk-cache-size", "0")
 
 
 def ensure_tools():
@@ -256,12 +259,12 @@ class S3Store:
             raise RuntimeError("curl --aws-sigv4 failed")
         return time.monotonic() - started
 
-    def cold_cat_seconds(self, load):
+    def cold_cat_seconds(self, load, *options):
         saved = dict(os.environ)
         os.environ.clear()
         os.environ.update(self.env)
         try:
-            elapsed, cache = load.cold_cat(self.url)
+            elapsed, cache = load.cold_cat(self.url, *options)
         finally:
             os.environ.clear()
             os.environ.update(saved)
@@ -289,7 +292,7 @@ def run(bench, scale):
     uncapped = f"http://127.0.0.1:{server.uncapped}/model.safetensors"
     through_proxy = f"http://127.0.0.1:{proxy.port}/model.safetensors"
     rows = {key: [] for key in ("cat", "raws", "uncapped", "delay", "warm", "prefetch", "rclone", "rclone_warm",
-                                "touch", "rss", "s3")}
+                                "touch", "rss", "s3", "cat_no_disk", "local_curl", "uncapped_no_disk", "s3_no_disk")}
     try:
         s3 = S3Store(model)
         bench.warm(model)
@@ -308,7 +311,17 @@ def run(bench, scale):
             rows["warm"].append((local, warm))
             uncapped_cold, cache = load.cold_cat(uncapped)
             shutil.rmtree(cache)
-            rows["uncapped"].append((load.curl(uncapped), uncapped_cold))
+            one_curl = load.curl(uncapped)
+            rows["uncapped"].append((one_curl, uncapped_cold))
+            # What bounds L1-L3 and L10, measured beside them: the same loads without the disk cache's writes, and
+            # the mount of the local file (FUSE alone, the source in the page cache) against the uncapped curl.
+            rows["local_curl"].append((one_curl, local))
+            uncapped_no_disk, cache = load.cold_cat(uncapped, *NO_DISK_CACHE)
+            shutil.rmtree(cache)
+            rows["uncapped_no_disk"].append((one_curl, uncapped_no_disk))
+            cat_no_disk, cache = load.cold_cat(capped, *NO_DISK_CACHE)
+            shutil.rmtree(cache)
+            rows["cat_no_disk"].append((aria, cat_no_disk))
             proxy.delay = 0
             undelayed, cache = load.cold_cat(through_proxy)
             shutil.rmtree(cache)
@@ -323,7 +336,9 @@ def run(bench, scale):
             rows["rclone_warm"].append((rclone_warm, warm))
             rows["touch"].append((load.fetched_per_touch(capped), MIB))
             rows["rss"].append((load.peak_rss_of_cold_cat(capped), CACHE_SIZE + 64 * MIB))
-            rows["s3"].append((s3.parallel_curl_seconds(load.size), s3.cold_cat_seconds(load)))
+            s3_curl = s3.parallel_curl_seconds(load.size)
+            rows["s3"].append((s3_curl, s3.cold_cat_seconds(load)))
+            rows["s3_no_disk"].append((s3_curl, s3.cold_cat_seconds(load, *NO_DISK_CACHE)))
     finally:
         if s3 is not None:
             s3.stop()
@@ -348,3 +363,8 @@ def run(bench, scale):
               MIB)
     bench.row("L9. daemon peak RSS, cold cat / cache_size + 64 MiB", rows["rss"], "MiB", "<= 1", MIB)
     speed_row(f"L10. cold cat from S3 (s3rver) / {S3_RANGES} curl --aws-sigv4 ranges at once", "s3", ">= 0.9")
+    # No targets: what bounds the rows above (docs/benchmarks.md reads them).
+    speed_row("L1x. cold cat, capped, no disk cache (--disk-cache-size 0) / aria2c -x16", "cat_no_disk", "")
+    speed_row("L3x. mount of the local file, first pass (FUSE alone) / one curl", "local_curl", "")
+    speed_row("L3y. cold cat, uncapped, no disk cache / one curl", "uncapped_no_disk", "")
+    speed_row("L10x. cold cat from S3, no disk cache / the same curl ranges", "s3_no_disk", "")
