@@ -100,7 +100,9 @@ DiskCache::DiskCache(fs::path folder, std::uint64_t budget, QueuedBytes queued, 
       queued_bytes_(std::move(queued)),
       max_queued_(max_queued) {}
 
-DiskCache::~DiskCache() {
+DiskCache::~DiskCache() { finish_writes(); }
+
+void DiskCache::finish_writes() {
     {
         const std::lock_guard lock(queue_mutex_);
         stopping_ = true;

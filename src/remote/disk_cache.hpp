@@ -78,6 +78,10 @@ public:
     // Returns once every write queued so far is done.
     void wait_written();
 
+    // Writes what is queued and ends the writer thread (the destructor does it too). An owner whose callback
+    // (`queued`) uses its own members calls it first, while they are still alive.
+    void finish_writes();
+
 private:
     struct Write {
         std::filesystem::path object;

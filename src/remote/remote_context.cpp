@@ -10,6 +10,8 @@ constexpr std::uint64_t kLeastBudget = std::uint64_t{8} << 20;
 
 }  // namespace
 
+RemoteContext::~RemoteContext() { disk_.finish_writes(); }
+
 RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentials> credentials,
                              ExplainRefusal explain)
     : counters_(options.counters != nullptr ? options.counters : std::make_shared<RemoteCounters>()),

@@ -32,6 +32,9 @@ using ExplainRefusal = std::function<std::string(const Response&)>;
 class RemoteContext {
 public:
     RemoteContext(const SourceOptions& options, std::vector<Credentials> credentials, ExplainRefusal explain);
+    // Ends the disk cache's writer first: each write it finishes calls back into the memory accounting below,
+    // whose members are destroyed before disk_ is.
+    ~RemoteContext();
 
     HttpClient& http() { return http_; }
     DiskCache& disk() { return disk_; }

@@ -15,6 +15,7 @@
 #include "remote/digest.hpp"
 #include "remote/disk_cache.hpp"
 #include "remote/hub.hpp"
+#include "remote/remote_context.hpp"
 #include "remote/url.hpp"
 #include "temp_folder.hpp"
 #include "tensorfs/errors.hpp"
@@ -180,6 +181,36 @@ BOOST_AUTO_TEST_CASE(queued_disk_writes_are_counted_while_they_wait) {
     BOOST_TEST(queued.load() == 0);
     BOOST_TEST(most.load() <= 3000);
     BOOST_TEST(cache.has(*object, 19, 1000));
+}
+
+// A context going away with blocks still queued for the disk writes them first, while the memory accounting that
+// each finished write calls back into is still alive (the context ends its disk writer before its members go).
+BOOST_AUTO_TEST_CASE(a_context_destroyed_with_queued_disk_writes_writes_them_first) {
+    const test::TempFolder folder;
+    SourceOptions options;
+    options.cache_dir = folder.path();
+    options.memory_budget = 8 << 20;  // the least: the queued writes alone fill it
+    auto context = std::make_unique<RemoteContext>(options, std::vector<Credentials>{},
+                                                   [](const Response&) { return std::string(); });
+    const auto object = context->disk().object_folder("key");
+    BOOST_REQUIRE(object);
+    auto bytes = std::make_shared<char[]>(1 << 20);
+    std::vector<BlockPtr> blocks;
+    for (int i = 0; i < 64; ++i) {
+        auto block = std::make_shared<Block>();
+        block->storage = bytes;
+        block->bytes = bytes.get();
+        block->length = 1 << 20;
+        blocks.push_back(std::move(block));
+    }
+    // Blocks kept in memory too, which the accounting drops as the queue's writes come back to it.
+    RemoteContext::Claim claim = context->claim(1, 0, 4, 4 << 20);
+    BOOST_REQUIRE(claim.promises.size() == 4);
+    context->deliver(claim, {blocks.begin(), blocks.begin() + 4});
+    for (std::size_t i = 0; i < blocks.size(); ++i) context->disk().write_later(*object, i, blocks[i]);
+    context.reset();
+    DiskCache cache(folder.path(), 1 << 30);
+    BOOST_TEST(cache.has(*object, 63, 1 << 20));
 }
 
 BOOST_AUTO_TEST_CASE(digests_match_the_published_test_vectors) {
