@@ -94,6 +94,13 @@ void RemoteContext::deliver(Claim& claim, const std::vector<BlockPtr>& blocks) {
     end_claim(claim);
 }
 
+void RemoteContext::consumed(std::uint64_t serial, std::uint64_t index) {
+    const std::lock_guard lock(mutex_);
+    if (const auto found = recent_index_.find(Key{serial, index}); found != recent_index_.end()) {
+        recent_.splice(recent_.end(), recent_, found->second);
+    }
+}
+
 void RemoteContext::give_up(Claim& claim, std::exception_ptr error) {
     {
         const std::lock_guard lock(mutex_);

@@ -70,6 +70,10 @@ public:
 
     // The claimed blocks, fetched (blocks[i] is block first + i): kept in memory and handed to their waiters.
     void deliver(Claim& claim, const std::vector<BlockPtr>& blocks);
+    // A reader read block `index` of object `serial` to its end: it goes to the end of the eviction order. A
+    // sequential reader does not come back to it (the kernel's page cache has it), while the blocks fetched ahead of
+    // it are still to be read: without this, the oldest of those went first and were fetched again.
+    void consumed(std::uint64_t serial, std::uint64_t index);
     // The claimed blocks were not fetched: waiters get `error`, or nullptr (fetch it yourself) when it is null.
     void give_up(Claim& claim, std::exception_ptr error);
 
@@ -120,7 +124,7 @@ private:
 
     std::mutex mutex_;
     std::map<Key, std::shared_future<BlockPtr>> in_flight_;
-    std::list<std::pair<Key, BlockPtr>> recent_;  // most recently used first
+    std::list<std::pair<Key, BlockPtr>> recent_;  // most recently used first, blocks read to their end last
     std::map<Key, std::list<std::pair<Key, BlockPtr>>::iterator> recent_index_;
     std::size_t recent_bytes_ = 0;
     std::list<std::pair<Key, Piece>> pieces_;  // most recently kept first

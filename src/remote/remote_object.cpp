@@ -284,6 +284,7 @@ bool RemoteObject::serve_cached(std::uint64_t index, std::uint64_t from, std::si
         }
         if (block != nullptr) {
             std::memcpy(dst, block->bytes + from, length);
+            if (from + length == block->length) context_->consumed(serial_, index);
             return true;
         }
     }
