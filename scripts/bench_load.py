@@ -3,6 +3,7 @@ the same round, on a model of 64 BF16 tensors of 16 MiB (1 GiB at --scale 1) ser
 
 - cold `cat MOUNT/model.safetensors`, server capped at 100 MB/s per connection / `aria2c -x16 -s16 -k8M` of it
 - cold, every tensor's raw in order, capped / the same aria2c figure
+- cold `cat MOUNT/source/model.safetensors` (the source file itself), capped / the same aria2c figure
 - cold cat, uncapped server / one `curl` of the file
 - cold cat through the fault proxy adding 25 ms per answer / through the same proxy without the delay
 - warm (remount on the same disk cache) / a mount of the local file, first pass (the file in the page cache)
@@ -137,6 +138,15 @@ class Load:
         elapsed = cat_seconds(os.path.join(mountpoint, "model.safetensors"))
         self.unmount(mountpoint)
         return elapsed, cache
+
+    def cold_source_file(self, url):
+        """A cold cat of the source's own file as the mount shows it in source/ (its bytes, not the re-export)."""
+        cache = self.cache()
+        mountpoint = self.mount(url, cache)
+        elapsed = cat_seconds(os.path.join(mountpoint, "source", "model.safetensors"))
+        self.unmount(mountpoint)
+        shutil.rmtree(cache)
+        return elapsed
 
     def cold_raws(self, url):
         cache = self.cache()
@@ -291,8 +301,9 @@ def run(bench, scale):
     capped = f"http://127.0.0.1:{server.capped}/model.safetensors"
     uncapped = f"http://127.0.0.1:{server.uncapped}/model.safetensors"
     through_proxy = f"http://127.0.0.1:{proxy.port}/model.safetensors"
-    rows = {key: [] for key in ("cat", "raws", "uncapped", "delay", "warm", "prefetch", "rclone", "rclone_warm",
-                                "touch", "rss", "s3", "cat_no_disk", "local_curl", "uncapped_no_disk", "s3_no_disk")}
+    rows = {key: [] for key in ("cat", "raws", "source", "uncapped", "delay", "warm", "prefetch", "rclone",
+                                "rclone_warm", "touch", "rss", "s3", "cat_no_disk", "local_curl", "uncapped_no_disk",
+                                "s3_no_disk")}
     try:
         s3 = S3Store(model)
         bench.warm(model)
@@ -301,6 +312,7 @@ def run(bench, scale):
             cold, cache = load.cold_cat(capped)
             rows["cat"].append((aria, cold))
             rows["raws"].append((aria, load.cold_raws(capped)))
+            rows["source"].append((aria, load.cold_source_file(capped)))
             mountpoint = load.mount(capped, cache)
             warm = cat_seconds(os.path.join(mountpoint, "model.safetensors"))
             load.unmount(mountpoint)
@@ -353,6 +365,7 @@ def run(bench, scale):
 
     speed_row(f"L1. cold cat model.safetensors ({gib:.2f} GiB), {CAP}/conn / aria2c -x16", "cat", ">= 0.9")
     speed_row("L2. cold, every raw in order, capped / aria2c -x16", "raws", ">= 0.9")
+    speed_row("L2s. cold cat source/model.safetensors, capped / aria2c -x16", "source", ">= 0.9")
     speed_row("L3. cold cat, uncapped server / one curl", "uncapped", ">= 0.9")
     speed_row("L4. cold cat, 25 ms added per answer / no delay (same proxy)", "delay", ">= 0.8")
     speed_row("L5. warm (remount, disk cache) / local-file mount, first pass", "warm", ">= 0.9")
