@@ -9,12 +9,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <thread>
 
@@ -201,21 +203,21 @@ int run_mount(const MountOptions& options) {
     return loop_result < 0 ? 2 : 0;
 }
 
-int run_umount(const std::string& mountpoint) {
-    // A mount whose daemon died answers every access with ENOTCONN (ECONNABORTED for a request queued just as the
-    // connection went down), and a plain unmount of it fails (EBUSY) while a process still holds one of its files
-    // open. Nothing can be served there any more: detach it lazily.
-    // statfs always reaches the daemon; stat may be answered from the kernel's cached attributes of the root.
-    struct statfs filesystem {};
-    const bool daemon_died =
-        ::statfs(mountpoint.c_str(), &filesystem) != 0 && (errno == ENOTCONN || errno == ECONNABORTED);
-    const char* argv[] = {"fusermount3", daemon_died ? "-uz" : "-u", mountpoint.c_str(), nullptr};
-    // fusermount3's own words ("fusermount3: failed to unmount DIR: Device or resource busy") are read here and
-    // said as ours.
+namespace {
+
+struct FusermountResult {
+    bool unmounted = false;
+    std::string said;  // what fusermount3 wrote to stderr
+};
+
+// Runs `fusermount3 FLAG MOUNTPOINT`, keeping its own words ("fusermount3: failed to unmount DIR: Device or
+// resource busy") to say them as ours.
+std::optional<FusermountResult> run_fusermount(const char* flag, const std::string& mountpoint) {
+    const char* argv[] = {"fusermount3", flag, mountpoint.c_str(), nullptr};
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
         std::perror("tensorfs: pipe");
-        return 2;
+        return std::nullopt;
     }
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
@@ -227,29 +229,59 @@ int run_umount(const std::string& mountpoint) {
     if (spawned != 0) {
         ::close(pipe_fds[0]);
         std::fprintf(stderr, "tensorfs: cannot run fusermount3\n");
-        return 2;
+        return std::nullopt;
     }
-    std::string said;
+    FusermountResult result;
     char buffer[512];
     for (ssize_t got; (got = ::read(pipe_fds[0], buffer, sizeof buffer)) != 0;) {
         if (got < 0 && errno == EINTR) continue;
         if (got < 0) break;
-        said.append(buffer, static_cast<std::size_t>(got));
+        result.said.append(buffer, static_cast<std::size_t>(got));
     }
     ::close(pipe_fds[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-    if (said.find("busy") != std::string::npos) {
-        std::fprintf(stderr, "tensorfs: %s: busy: files are still open under %s\n", mountpoint.c_str(),
-                     mountpoint.c_str());
-    } else {
-        while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
-        if (said.starts_with("fusermount3: ")) said.erase(0, std::string_view("fusermount3: ").size());
-        std::fprintf(stderr, "tensorfs: %s: %s\n", mountpoint.c_str(), said.empty() ? "cannot unmount" : said.c_str());
+    result.unmounted = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    return result;
+}
+
+// How long a busy mount is tried again. Any process that reads a mount's file holds the mount for that moment:
+// `tensorfs status`, run anywhere on the machine, reads every mount's stats.json. Two seconds outlast such a read
+// on a loaded machine; a file a program keeps open stays busy, and is reported.
+constexpr auto kBusyRetryTime = std::chrono::seconds(2);
+constexpr auto kBusyRetryPause = std::chrono::milliseconds(50);
+
+}  // namespace
+
+int run_umount(const std::string& mountpoint) {
+    // A mount whose daemon died answers every access with ENOTCONN (ECONNABORTED for a request queued just as the
+    // connection went down), and a plain unmount of it fails (EBUSY) while a process still holds one of its files
+    // open. Nothing can be served there any more: detach it lazily.
+    // statfs always reaches the daemon; stat may be answered from the kernel's cached attributes of the root.
+    struct statfs filesystem {};
+    const bool daemon_died =
+        ::statfs(mountpoint.c_str(), &filesystem) != 0 && (errno == ENOTCONN || errno == ECONNABORTED);
+    const auto give_up = std::chrono::steady_clock::now() + kBusyRetryTime;
+    for (;;) {
+        const auto result = run_fusermount(daemon_died ? "-uz" : "-u", mountpoint);
+        if (!result) return 2;
+        if (result->unmounted) return 0;
+        std::string said = result->said;
+        if (said.find("busy") == std::string::npos) {
+            while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
+            if (said.starts_with("fusermount3: ")) said.erase(0, std::string_view("fusermount3: ").size());
+            std::fprintf(stderr, "tensorfs: %s: %s\n", mountpoint.c_str(),
+                         said.empty() ? "cannot unmount" : said.c_str());
+            return 2;
+        }
+        if (std::chrono::steady_clock::now() >= give_up) {
+            std::fprintf(stderr, "tensorfs: %s: busy: files are still open under %s\n", mountpoint.c_str(),
+                         mountpoint.c_str());
+            return 2;
+        }
+        std::this_thread::sleep_for(kBusyRetryPause);
     }
-    return 2;
 }
 
 }  // namespace tensorfs

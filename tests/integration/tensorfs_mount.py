@@ -80,6 +80,22 @@ def wait_until(predicate, seconds=60.0):
     return predicate()
 
 
+def unmount(path, command=None):
+    """Unmounts PATH with COMMAND (default `fusermount3 -u PATH`) and returns the last run. A run that fails
+    busy is tried again within the shared bound: a `tensorfs status` in a test running beside this one reads every
+    mount's stats.json, and holds this mount for that moment."""
+    command = command or ["fusermount3", "-u", path]
+    last = None
+
+    def done():
+        nonlocal last
+        last = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        return last.returncode == 0 or "busy" not in last.stderr
+
+    wait_until(done)
+    return last
+
+
 class Mount:
     """`with Mount(source) as m:` mounts SOURCE in a fresh temporary folder (m.path) and unmounts at exit,
     also when the body failed. `env`: the environment of `tensorfs mount` (default: this process's)."""
@@ -106,8 +122,9 @@ class Mount:
         return False
 
     def unmount(self):
-        if is_mounted(self.path):
-            subprocess.run(["fusermount3", "-u", self.path], capture_output=True, timeout=60)
+        if is_mounted(self.path) and unmount(self.path).returncode != 0:
+            # Still busy after the bound: detached, so that no test leaves a mount behind.
+            subprocess.run(["fusermount3", "-uz", self.path], capture_output=True, timeout=60)
         if not is_mounted(self.path) and os.path.isdir(self.tmp):
             os.rmdir(self.path)
             os.rmdir(self.tmp)

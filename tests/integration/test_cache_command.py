@@ -4,14 +4,12 @@ shows the request)."""
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import threading
 import unittest
 
 import numpy as np
 
-import remote_servers
 from remote_servers import Nginx, requests_in
 from tensorfs_mount import VECTORS, Mount, run, wait_until
 from test_remote import BLOCK, HEAD

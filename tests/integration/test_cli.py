@@ -19,7 +19,7 @@ import numpy as np
 
 import remote_servers
 import s3_servers
-from tensorfs_mount import BIN, VECTORS, Mount, is_mounted, manifest, run, same_floats
+from tensorfs_mount import BIN, VECTORS, Mount, is_mounted, manifest, run, same_floats, unmount
 
 Tensor = collections.namedtuple("Tensor", "name dtype shape elements nbytes file offset raw_sha256 expected")
 Source = collections.namedtuple("Source", "label path format files tensors metadata")
@@ -485,7 +485,7 @@ class BareFormMountOptions(unittest.TestCase):
                     self.assertEqual(json.load(f)["cache"]["budget"], 32 << 20)
             finally:
                 if is_mounted(tmp):
-                    subprocess.run(["fusermount3", "-u", tmp], timeout=60)
+                    unmount(tmp)
 
     def test_unknown_options_are_one_clear_line(self):
         with tempfile.TemporaryDirectory() as tmp:

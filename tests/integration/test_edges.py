@@ -5,13 +5,12 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import unittest
 
 import numpy as np
 
-from tensorfs_mount import VECTORS, Mount, daemon_pids, is_mounted, manifest, read_file, run
+from tensorfs_mount import VECTORS, Mount, daemon_pids, is_mounted, manifest, read_file, run, unmount
 
 GGUF = os.path.join(VECTORS, "gguf/tiny-llama-Q4_K_M.gguf")
 SAFETENSORS = os.path.join(VECTORS, "safetensors/all_dtypes.safetensors")
@@ -100,7 +99,7 @@ class MountPointEdges(unittest.TestCase):
                                                 "the mount is there\n")
                 self.assertTrue(os.path.exists(os.path.join(tmp, "model.json")))
             finally:
-                subprocess.run(["fusermount3", "-u", tmp], capture_output=True, timeout=60)
+                unmount(tmp)
 
     def test_umount_says_not_mounted(self):
         with tempfile.TemporaryDirectory() as tmp:

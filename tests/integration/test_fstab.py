@@ -21,7 +21,8 @@ import numpy as np
 
 import remote_servers
 import s3_servers
-from tensorfs_mount import BIN, VECTORS, daemon_pids, is_mounted, manifest, read_file, wait_until, same_floats
+from tensorfs_mount import (BIN, VECTORS, daemon_pids, is_mounted, manifest, read_file, same_floats, unmount,
+                            wait_until)
 
 CLONE_NEWNS = 0x00020000
 # The command path of /bin/sh when PATH is unset: where mount.fuse3's shell finds `tensorfs`.
@@ -110,7 +111,7 @@ class MountPoint:
 
     def __exit__(self, *exc):
         if is_mounted(self.path):
-            subprocess.run(["fusermount3", "-u", self.path], capture_output=True, timeout=60)
+            unmount(self.path)
         if is_mounted(self.path):  # still busy: detach it, so that the daemon ends when its last user does
             subprocess.run(["fusermount3", "-uz", self.path], capture_output=True, timeout=60)
         wait_until(lambda: not daemon_pids(self.path))
@@ -143,7 +144,7 @@ class InstalledTensorfs(unittest.TestCase):
             return json.load(f)["cache"]["budget"]
 
     def unmount_and_wait(self, command, mountpoint):
-        result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        result = unmount(mountpoint, command)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertFalse(is_mounted(mountpoint))
         self.assertTrue(wait_until(lambda: not daemon_pids(mountpoint)), "the daemon outlived its mount")

@@ -20,7 +20,7 @@ import urllib.parse
 import remote_servers
 import s3_servers
 from safetensors_files import write_safetensors
-from tensorfs_mount import BIN, VECTORS, Mount, is_mounted, read_file, run
+from tensorfs_mount import BIN, VECTORS, Mount, is_mounted, read_file, run, unmount
 
 SHARDED = os.path.join(VECTORS, "safetensors", "sharded")
 GGUF = os.path.join(VECTORS, "gguf")
@@ -207,7 +207,7 @@ class ManyFilesTest(unittest.TestCase):
             self.assertEqual(len(os.listdir(many)), 1500)
             self.assertEqual(read_file(os.path.join(many, "f1499.txt")), b"1499\n")
         finally:
-            subprocess.run(["fusermount3", "-u", target], capture_output=True, timeout=60)
+            unmount(target)
         self.assertFalse(is_mounted(target))
 
 

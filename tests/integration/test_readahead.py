@@ -6,7 +6,6 @@ disk cache so that a second run and a mount fetch nothing more, and --verify fin
 import base64
 import hashlib
 import json
-import mmap
 import os
 import pty
 import random

@@ -22,7 +22,7 @@ import numpy as np
 import remote_servers
 from remote_servers import FaultProxy, Nginx, requests_in
 from tensorfs_mount import (BIN, PROBED_SIDE_FILES, Mount, daemon_pids, is_mounted, mount_stats, read_file, run,
-                            wait_until)
+                            unmount, wait_until)
 
 MIB = 1 << 20
 BLOCK = MIB  # the remote layer's block (src/remote/remote_object.hpp)
@@ -380,7 +380,7 @@ class ObjectReplaced(unittest.TestCase):
         daemon = subprocess.Popen([BIN, "mount", "-f", f"http://127.0.0.1:{server.http}/big.safetensors", mountpoint,
                                    "--cache-dir", os.path.join(folder, "cache")], stderr=log)
         self.addCleanup(daemon.wait, 60)
-        self.addCleanup(lambda: is_mounted(mountpoint) and subprocess.run(["fusermount3", "-u", mountpoint]))
+        self.addCleanup(lambda: is_mounted(mountpoint) and unmount(mountpoint))
         self.assertTrue(wait_until(lambda: is_mounted(mountpoint) and os.path.exists(os.path.join(mountpoint, "a"))))
         offset, size = spans["a"]
         self.assertEqual(read_file(os.path.join(mountpoint, "a", "raw")), old[offset:offset + size])
@@ -400,7 +400,7 @@ class ObjectReplaced(unittest.TestCase):
         self.assertEqual(stats["remote"]["objects_changed"], 1)
         self.assertGreaterEqual(stats["read_errors"], 3)
         self.assertIsNone(daemon.poll(), "the daemon died")
-        self.assertEqual(subprocess.run(["fusermount3", "-u", mountpoint]).returncode, 0)
+        self.assertEqual(unmount(mountpoint).returncode, 0)
         self.assertEqual(daemon.wait(60), 0)
         log.seek(0)
         changed = [line for line in log.read().splitlines() if "changed on the server" in line]

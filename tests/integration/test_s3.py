@@ -18,7 +18,7 @@ import s3_servers
 from remote_servers import FaultProxy
 from s3_servers import ACCOUNT, BUCKET, PUBLIC_BUCKET, TEMPORARY
 from tensorfs_mount import VECTORS, Mount, daemon_pids, manifest, run, same_floats, wait_until
-from test_remote import (BLOCK, HEAD, MOUNT_REQUESTS, READAHEAD, after_blocks_of, make_model, read_file, stats_of,
+from test_remote import (BLOCK, HEAD, READAHEAD, after_blocks_of, make_model, read_file, stats_of,
                          write_safetensors)
 
 SHARDED = "safetensors/sharded"
