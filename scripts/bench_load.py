@@ -105,7 +105,14 @@ http {{
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def quiet_disk():
+    """Writes out what earlier rows left dirty (gigabytes of disk cache, aria2c's and rclone's files), so that the
+    kernel's write-back of one row does not land in the time of the next: each row's own writes still count."""
+    os.sync()
+
+
 def seconds_of(command, **kwargs):
+    quiet_disk()
     started = time.monotonic()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, **kwargs)
     return time.monotonic() - started
@@ -256,6 +263,7 @@ class S3Store:
         """S3_RANGES `curl --aws-sigv4` of consecutive ranges covering the object, all at once."""
         import bench_s3
         part = -(-size // S3_RANGES)
+        quiet_disk()
         started = time.monotonic()
         processes = []
         for offset in range(0, size, part):
