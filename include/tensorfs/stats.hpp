@@ -51,12 +51,14 @@ struct RemoteCounters {
     Gauge connections_in_use;   // range requests in flight
     Gauge bytes_in_flight;      // bytes of those requests (allocated, being filled)
     Gauge bytes_in_memory;      // fetched blocks kept in memory for readers (the recent ones)
-    Gauge bytes_queued_for_disk;  // fetched blocks waiting for the disk cache's writer
+    Gauge bytes_queued_for_disk;  // fetched blocks waiting for the disk cache's writer, not also kept for readers
     Gauge memory_budget;        // what in flight, in memory and queued may hold together
     Gauge max_connections;      // the mount option max_connections=
     Gauge readahead_limit;      // the mount option readahead=
     Gauge first_byte_us;        // a range answer's time to its first byte (the round trip), recent average
+    Gauge round_trip_us;        // a range answer's time to its last byte, recent average
     Gauge connection_rate;      // bytes per second of one connection while a range arrives, recent average
+    Gauge link_rate;            // bytes per second of all fetches together while any is in flight, recent average
 
     // The counters as a JSON object (the "remote" group of stats.json).
     nlohmann::ordered_json to_json() const;

@@ -197,7 +197,7 @@ std::string render(const Stats& stats, bool widest) {
         {"remote_connections_in_use", "Range requests of a remote source in flight.", &remote.connections_in_use},
         {"remote_in_flight_bytes", "Bytes of the range requests in flight.", &remote.bytes_in_flight},
         {"remote_memory_blocks_bytes", "Fetched blocks kept in memory for readers.", &remote.bytes_in_memory},
-        {"remote_queued_for_disk_bytes", "Fetched blocks waiting to be written to the disk cache.",
+        {"remote_queued_for_disk_bytes", "Fetched blocks waiting for the disk cache only (not kept for readers).",
          &remote.bytes_queued_for_disk},
         {"remote_memory_budget_bytes", "What blocks in flight, in memory and queued for the disk may hold.",
          &remote.memory_budget},
@@ -206,7 +206,9 @@ std::string render(const Stats& stats, bool widest) {
         {"remote_readahead_limit_bytes", "The read-ahead window's upper bound (readahead=).",
          &remote.readahead_limit},
         {"remote_connection_bytes_per_second", "One connection's rate while a range arrives (recent average).",
-         &remote.connection_rate}};
+         &remote.connection_rate},
+        {"remote_link_bytes_per_second", "All fetches' rate together while any is in flight (recent average).",
+         &remote.link_rate}};
     for (const auto& [name, help, gauge] : remote_gauges) {
         out.family(name, "gauge", help);
         out.count(name, "", static_cast<std::uint64_t>(std::max<std::int64_t>(0, gauge->get())));
@@ -214,6 +216,9 @@ std::string render(const Stats& stats, bool widest) {
     out.family("remote_first_byte_seconds", "gauge", "Time to the first byte of a range answer (recent average).");
     out.seconds("remote_first_byte_seconds", "",
                 static_cast<std::uint64_t>(std::max<std::int64_t>(0, remote.first_byte_us.get())) * 1000);
+    out.family("remote_round_trip_seconds", "gauge", "Time to the last byte of a range answer (recent average).");
+    out.seconds("remote_round_trip_seconds", "",
+                static_cast<std::uint64_t>(std::max<std::int64_t>(0, remote.round_trip_us.get())) * 1000);
 
     out.family("fuse_requests_total", "counter", "Requests the kernel sent to this mount, by kind.");
     for (std::size_t i = 0; i < kFuseRequestNames.size(); ++i) {

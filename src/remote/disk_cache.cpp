@@ -116,7 +116,7 @@ void DiskCache::write_later(fs::path object, std::uint64_t index, BlockPtr block
     const std::size_t length = block->length;
     queue_changed_.wait(lock, [&] { return queue_bytes_ == 0 || queue_bytes_ + length <= max_queued_; });
     queue_bytes_ += length;
-    if (queued_bytes_) queued_bytes_(static_cast<std::int64_t>(length));
+    if (queued_bytes_) queued_bytes_(*block, true);
     queue_.push_back(Write{std::move(object), index, std::move(block)});
     if (!writer_.joinable()) {
         start_threads_blocking_exit_signals([this] { writer_ = std::thread([this] { write_queued(); }); });
@@ -141,10 +141,10 @@ void DiskCache::write_queued() {
         lock.unlock();
         write(next.object, next.index, next.block->bytes, next.block->length);
         const std::size_t length = next.block->length;
+        if (queued_bytes_) queued_bytes_(*next.block, false);
         next.block.reset();
         lock.lock();
         queue_bytes_ -= length;
-        if (queued_bytes_) queued_bytes_(-static_cast<std::int64_t>(length));
         queue_changed_.notify_all();
     }
 }

@@ -34,8 +34,8 @@ class DiskCache {
 public:
     static constexpr std::size_t kMaxQueuedBytes = std::size_t{32} << 20;
 
-    // Told of the bytes that queued writes hold, as they come and go (+) and (-).
-    using QueuedBytes = std::function<void(std::int64_t bytes)>;
+    // Told of each block a queued write holds, as it comes (true) and goes (false).
+    using QueuedBytes = std::function<void(const Block& block, bool queued)>;
 
     // `budget` 0: no disk cache (every lookup misses, nothing is written).
     // `max_queued`: the most bytes write_later() holds queued (see there).

@@ -1,12 +1,22 @@
 #include "remote_context.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace tensorfs::remote {
 namespace {
 
 // The least memory budget: a few blocks in flight and one being read.
 constexpr std::uint64_t kLeastBudget = std::uint64_t{8} << 20;
+// The least window the measured rate × round trip may set: two ranges of 8 MiB, so that a link measured while a
+// reader was slow (or a pause) opens again at once.
+constexpr std::uint64_t kLeastWindow = std::uint64_t{16} << 20;
+
+std::uint64_t now_us() {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                          std::chrono::steady_clock::now().time_since_epoch())
+                                          .count());
+}
 
 }  // namespace
 
@@ -18,7 +28,7 @@ RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentia
       http_(*counters_, std::move(credentials)),
       // The disk's queue holds a quarter of the memory budget at most; the read-ahead's fetches the rest.
       disk_(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir, options.disk_cache_size,
-            [this](std::int64_t bytes) { queued_for_disk(bytes); },
+            [this](const Block& block, bool queued) { queued_for_disk(block, queued); },
             static_cast<std::size_t>(std::min<std::uint64_t>(DiskCache::kMaxQueuedBytes,
                                                              std::max(options.memory_budget, kLeastBudget) / 4))),
       explain_(std::move(explain)),
@@ -58,6 +68,7 @@ RemoteContext::Claim RemoteContext::claim(std::uint64_t serial, std::uint64_t fi
     if (!claim.promises.empty()) {
         claim.bytes = bytes;
         in_flight_bytes_ += bytes;
+        link_.fetch_started(now_us());
         trim();
         show_memory();
     }
@@ -81,11 +92,12 @@ bool RemoteContext::claim_ahead(std::uint64_t serial, std::uint64_t first, std::
 void RemoteContext::deliver(Claim& claim, const std::vector<BlockPtr>& blocks) {
     {
         const std::lock_guard lock(mutex_);
+        claim.delivered = true;
         for (std::size_t i = 0; i < claim.promises.size(); ++i) {
             const Key key{claim.serial, claim.first + i};
             in_flight_.erase(key);
             if (recent_index_.count(key) != 0) continue;
-            recent_bytes_ += blocks[i]->length;
+            keep_recent(*blocks[i]);
             recent_.emplace_front(key, blocks[i]);
             recent_index_.emplace(key, recent_.begin());
         }
@@ -118,6 +130,10 @@ void RemoteContext::give_up(Claim& claim, std::exception_ptr error) {
 
 void RemoteContext::end_claim(Claim& claim) {
     const std::lock_guard lock(mutex_);
+    if (claim.bytes > 0) {
+        link_.fetch_ended(now_us(), claim.delivered ? claim.bytes : 0);
+        show_link();
+    }
     in_flight_bytes_ -= claim.bytes;
     claim.bytes = 0;
     claim.promises.clear();
@@ -159,31 +175,54 @@ std::optional<RemoteContext::Piece> RemoteContext::take_piece(std::uint64_t seri
 }
 
 void RemoteContext::measured(std::uint64_t bytes, std::uint64_t first_byte_us, std::uint64_t total_us) {
-    if (total_us <= first_byte_us) return;
-    // Recent averages: each answer weighs an eighth.
-    const auto average = [](double before, double now) { return before == 0 ? now : before + (now - before) / 8; };
     const std::lock_guard lock(mutex_);
-    first_byte_us_ = average(first_byte_us_, static_cast<double>(first_byte_us));
-    const double transfer_us = static_cast<double>(total_us - first_byte_us);
-    connection_rate_ = average(connection_rate_, static_cast<double>(bytes) * 1e6 / transfer_us);
-    counters_->first_byte_us.set(static_cast<std::int64_t>(first_byte_us_));
-    counters_->connection_rate.set(static_cast<std::int64_t>(connection_rate_));
+    link_.answered(bytes, first_byte_us, total_us);
+    show_link();
 }
 
-void RemoteContext::queued_for_disk(std::int64_t bytes) {
+std::uint64_t RemoteContext::window_ceiling() {
     const std::lock_guard lock(mutex_);
-    queued_bytes_ += bytes;
+    return link_.window_ceiling(kLeastWindow, readahead_limit_);
+}
+
+void RemoteContext::show_link() {
+    counters_->first_byte_us.set(static_cast<std::int64_t>(link_.first_byte_us()));
+    counters_->round_trip_us.set(static_cast<std::int64_t>(link_.round_trip_us()));
+    counters_->connection_rate.set(static_cast<std::int64_t>(link_.connection_rate()));
+    counters_->link_rate.set(static_cast<std::int64_t>(link_.link_rate()));
+}
+
+void RemoteContext::queued_for_disk(const Block& block, bool queued) {
+    const std::lock_guard lock(mutex_);
+    block.queued_for_disk = queued;
+    if (!block.in_recent) {
+        if (queued) {
+            queued_only_bytes_ += block.length;
+        } else {
+            queued_only_bytes_ -= block.length;
+        }
+    }
     trim();
     show_memory();
 }
 
-std::uint64_t RemoteContext::held() const {
-    return in_flight_bytes_ + piece_bytes_ + static_cast<std::uint64_t>(std::max<std::int64_t>(0, queued_bytes_));
+void RemoteContext::keep_recent(const Block& block) {
+    block.in_recent = true;
+    recent_bytes_ += block.length;
+    if (block.queued_for_disk) queued_only_bytes_ -= block.length;
 }
+
+void RemoteContext::drop_recent(const Block& block) {
+    block.in_recent = false;
+    recent_bytes_ -= block.length;
+    if (block.queued_for_disk) queued_only_bytes_ += block.length;
+}
+
+std::uint64_t RemoteContext::held() const { return in_flight_bytes_ + piece_bytes_ + queued_only_bytes_; }
 
 void RemoteContext::trim() {
     while (!recent_.empty() && recent_bytes_ + held() > memory_budget_) {
-        recent_bytes_ -= recent_.back().second->length;
+        drop_recent(*recent_.back().second);
         recent_index_.erase(recent_.back().first);
         recent_.pop_back();
     }
@@ -192,7 +231,7 @@ void RemoteContext::trim() {
 void RemoteContext::show_memory() {
     counters_->bytes_in_flight.set(static_cast<std::int64_t>(in_flight_bytes_));
     counters_->bytes_in_memory.set(static_cast<std::int64_t>(recent_bytes_ + piece_bytes_));
-    counters_->bytes_queued_for_disk.set(queued_bytes_);
+    counters_->bytes_queued_for_disk.set(static_cast<std::int64_t>(queued_only_bytes_));
 }
 
 }  // namespace tensorfs::remote

@@ -21,6 +21,7 @@
 #include "block.hpp"
 #include "disk_cache.hpp"
 #include "http_client.hpp"
+#include "link_estimate.hpp"
 #include "tensorfs/source_options.hpp"
 
 namespace tensorfs::remote {
@@ -48,6 +49,9 @@ public:
     // How far ahead of a sequential reader blocks may be fetched: readahead=, at most half the memory budget (the
     // other half holds the blocks being read and the disk cache's queue).
     std::uint64_t readahead_limit() const { return readahead_limit_; }
+    // How far ahead they should be fetched now: about the link's measured rate × round trip (link_estimate.hpp),
+    // within readahead_limit().
+    std::uint64_t window_ceiling();
 
     // Block `index` of object `serial` when it is in memory (a ready future) or on its way; an invalid future
     // otherwise. A future that gives nullptr was a read-ahead that gave up: the reader fetches the block itself.
@@ -62,6 +66,7 @@ public:
         std::vector<std::promise<BlockPtr>> promises;
         std::size_t bytes = 0;
         bool uses_connection = false;  // a read-ahead's: it holds one of max_connections until it ends
+        bool delivered = false;        // its blocks were fetched (else it gave up): counted in the link's rate
     };
     Claim claim(std::uint64_t serial, std::uint64_t first, std::uint64_t count, std::size_t bytes);
     // A claim for the read-ahead: only when a connection is free and the budget has room for `bytes` in flight.
@@ -88,11 +93,12 @@ public:
     // The piece kept of block `index` of object `serial`, removed from the memory; nullopt when none is.
     std::optional<Piece> take_piece(std::uint64_t serial, std::uint64_t index);
 
-    // Bytes that queued disk writes hold: counted against the budget (the disk cache calls it).
-    void queued_for_disk(std::int64_t bytes);
+    // A block queued for the disk cache (true), or written (false): counted against the budget once, also while
+    // it is kept for readers too (the disk cache calls it).
+    void queued_for_disk(const Block& block, bool queued);
 
     // A range answer of `bytes` that took `first_byte_us` to its first byte and `total_us` to its last: the
-    // measured round trip and rate of one connection (recent averages, shown in the stats).
+    // measured round trip and rate of one connection (recent averages, shown in the stats, sizing the window).
     void measured(std::uint64_t bytes, std::uint64_t first_byte_us, std::uint64_t total_us);
 
     // The window of the last sequential reader, shown in the stats.
@@ -106,11 +112,15 @@ public:
 private:
     using Key = std::pair<std::uint64_t, std::uint64_t>;
     void end_claim(Claim& claim);
-    // Bytes in flight, queued for the disk and kept in pieces. Called with mutex_ held.
+    // Bytes in flight, queued for the disk (and not kept for readers) and kept in pieces. Called with mutex_ held.
     std::uint64_t held() const;
+    // A block enters or leaves the memory of recent blocks. Called with mutex_ held.
+    void keep_recent(const Block& block);
+    void drop_recent(const Block& block);
     // Drops the least recently used blocks until everything fits the budget. Called with mutex_ held.
     void trim();
     void show_memory();  // with mutex_ held
+    void show_link();    // with mutex_ held
 
     std::shared_ptr<RemoteCounters> counters_;
     HttpClient http_;
@@ -131,10 +141,9 @@ private:
     std::map<Key, std::list<std::pair<Key, Piece>>::iterator> piece_index_;
     std::size_t piece_bytes_ = 0;
     std::size_t in_flight_bytes_ = 0;
-    std::int64_t queued_bytes_ = 0;
+    std::size_t queued_only_bytes_ = 0;  // blocks queued for the disk and not also in recent_
     unsigned connections_ = 0;
-    double first_byte_us_ = 0;
-    double connection_rate_ = 0;
+    LinkEstimate link_;
 };
 
 }  // namespace tensorfs::remote

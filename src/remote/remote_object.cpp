@@ -184,6 +184,7 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
 }
 
 RemoteObject::Follow RemoteObject::follow(std::uint64_t offset, std::uint64_t end) const {
+    const std::uint64_t ceiling = context_->window_ceiling();
     const std::lock_guard lock(mutex_);
     ++tick_;
     Stream* stream = nullptr;
@@ -215,7 +216,7 @@ RemoteObject::Follow RemoteObject::follow(std::uint64_t offset, std::uint64_t en
     }
     stream->used = tick_;
     if (stream->bytes == 0) return followed;
-    followed.ahead = std::min(context_->readahead_limit(), 2 * stream->bytes);
+    followed.ahead = std::min(ceiling, 2 * stream->bytes);
     followed.stream_end = stream->end;
     followed.scheduled = stream->scheduled;
     context_->show_window(followed.ahead);
@@ -237,6 +238,8 @@ void RemoteObject::read_ahead(const Follow& followed) const {
     // cap is why servers are read with many), of 1 block to kRangeBytes.
     const std::uint64_t range_blocks = std::clamp<std::uint64_t>(
         context_->readahead_limit() / context_->max_connections() / kBlockBytes, 1, kRangeBytes / kBlockBytes);
+    const std::uint64_t next_to_read = followed.stream_end / kBlockBytes;
+    const std::uint64_t last_of_object = (size() - 1) / kBlockBytes;
     std::uint64_t index = followed.scheduled;
     while (index <= last) {
         if (on_disk(index) || context_->find(serial_, index).valid()) {
@@ -249,6 +252,11 @@ void RemoteObject::read_ahead(const Follow& followed) const {
             bytes += block_length(index + count);
             ++count;
         }
+        // A range cut short by the window's end waits until the window has moved on by a whole range: as the reader
+        // goes on block by block, the window would otherwise grow by one block at a time, and each request would
+        // carry 1 MiB (a server's per-request cost, and a capped connection's first burst, for each). It goes now
+        // when the reader needs its first block next, or when it ends at the object's end.
+        if (count < range_blocks && index + count > last && last < last_of_object && index > next_to_read + 1) break;
         auto claim = std::make_shared<RemoteContext::Claim>();
         if (!context_->claim_ahead(serial_, index, count, bytes, *claim)) break;  // no connection or memory free
         // The claim stops before a block someone else fetches meanwhile: the rest waits for the next round.

@@ -9,9 +9,10 @@
 //   - a read that continues a stream (starts near where one ended) fetches whole blocks of kBlockBytes, and the
 //     read-ahead keeps the blocks up to a window ahead fetched or on their way, in range requests of up to
 //     kRangeBytes on up to max_connections connections; the window is twice what the stream has read in order,
-//     up to readahead=, so it grows only while reads go in order, and it stays open across tensors (their bytes
-//     follow each other in the file) and into the next object (a stream that reached an object's end hands its
-//     progress to the next stream that starts at another object's beginning: the next shard);
+//     up to about twice the link's measured rate × round trip (link_estimate.hpp) and at most readahead=, so it
+//     grows only while reads go in order and only as far as the link needs, and it stays open across tensors
+//     (their bytes follow each other in the file) and into the next object (a stream that reached an object's end
+//     hands its progress to the next stream that starts at another object's beginning: the next shard);
 //   - blocks in the disk cache are read straight from their file into the reader's buffer, never staged whole.
 // Every range request carries If-Match and If-Range with the recorded ETag, and every answer is checked against
 // the recorded identity and size: an object that changed fails the read with IoError, never serving old and new

@@ -50,7 +50,10 @@ class FollowTheReader(RemoteModel):
         self.assertEqual(stats["readahead"]["max_connections"], 3)
         # What the window follows, measured on the blocks' range answers.
         self.assertGreater(stats["readahead"]["connection_bytes_per_second"], 0)
+        self.assertGreater(stats["readahead"]["link_bytes_per_second"], 0)
+        self.assertGreater(stats["readahead"]["round_trip_us"], 0)
         self.assertIn("first_byte_us", stats["readahead"])
+        self.assertLessEqual(stats["readahead"]["window_bytes"], 8 * MIB)
         with Mount(os.path.join(self.data, "big.safetensors")) as local:
             expected = read_file(os.path.join(local.path, "model.safetensors"))
         cold = self.mount(cache=tempfile.mkdtemp(dir=self.cache))

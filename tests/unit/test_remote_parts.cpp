@@ -163,8 +163,9 @@ BOOST_AUTO_TEST_CASE(queued_disk_writes_are_counted_while_they_wait) {
     const test::TempFolder folder;
     std::atomic<std::int64_t> queued{0};
     std::atomic<std::int64_t> most{0};
-    DiskCache cache(folder.path(), 1 << 20, [&](std::int64_t bytes) {
-        const std::int64_t now = queued += bytes;
+    DiskCache cache(folder.path(), 1 << 20, [&](const Block& block, bool is_queued) {
+        const std::int64_t length = static_cast<std::int64_t>(block.length);
+        const std::int64_t now = queued += is_queued ? length : -length;
         if (now > most) most = now;
     }, 3000);
     const auto object = cache.object_folder("key");
@@ -211,6 +212,36 @@ BOOST_AUTO_TEST_CASE(a_context_destroyed_with_queued_disk_writes_writes_them_fir
     context.reset();
     DiskCache cache(folder.path(), 1 << 30);
     BOOST_TEST(cache.has(*object, 63, 1 << 20));
+}
+
+// A block kept for readers and queued for the disk at once is one buffer: it counts once against the budget.
+BOOST_AUTO_TEST_CASE(a_block_both_kept_and_queued_for_the_disk_counts_once) {
+    const test::TempFolder folder;
+    SourceOptions options;
+    options.cache_dir = folder.path();
+    options.memory_budget = 64 << 20;  // its disk queue: 16 MiB
+    RemoteContext context(options, {}, [](const Response&) { return std::string(); });
+    const auto object = context.disk().object_folder("key");
+    BOOST_REQUIRE(object);
+    constexpr std::size_t kBlocks = 56;
+    std::vector<BlockPtr> blocks;
+    for (std::size_t i = 0; i < kBlocks; ++i) {
+        auto bytes = std::make_shared<char[]>(1 << 20);
+        auto block = std::make_shared<Block>();
+        block->storage = bytes;
+        block->bytes = bytes.get();
+        block->length = 1 << 20;
+        blocks.push_back(std::move(block));
+    }
+    RemoteContext::Claim claim = context.claim(1, 0, kBlocks, kBlocks << 20);
+    BOOST_REQUIRE(claim.promises.size() == kBlocks);
+    context.deliver(claim, blocks);
+    // Counted twice, the 16 MiB queued would push 72 MiB past the 64 MiB budget and evict blocks.
+    for (std::size_t i = 0; i < 16; ++i) context.disk().write_later(*object, i, blocks[i]);
+    for (std::size_t i = 0; i < kBlocks; ++i) BOOST_TEST(context.find(1, i).valid(), "block " << i << " evicted");
+    BOOST_TEST(context.counters().bytes_queued_for_disk.get() == 0);  // the stats count each block once too
+    BOOST_TEST(context.counters().bytes_in_memory.get() == static_cast<std::int64_t>(kBlocks << 20));
+    context.disk().wait_written();
 }
 
 BOOST_AUTO_TEST_CASE(digests_match_the_published_test_vectors) {
