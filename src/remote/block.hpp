@@ -1,16 +1,23 @@
 // The bytes of one block of a remote object, shared by its readers, the memory of recent blocks and the disk
-// cache's writer. The blocks of one range request share its buffer (no copy to split it).
+// cache's writer. Each block has a buffer of its own (a range's answer is written across them): memory counted
+// per block is the memory held.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace tensorfs::remote {
 
+// The unit of the disk cache and of the memory of recent blocks (the last block of an object may be shorter).
+inline constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
+
 struct Block {
-    std::shared_ptr<const char[]> storage;  // the buffer the bytes are in, kept alive by every block in it
+    std::shared_ptr<const char[]> storage;  // the buffer the bytes are in
     const char* bytes = nullptr;
     std::size_t length = 0;
+    std::uint64_t serial = 0;  // which block of which object it is (RemoteContext's key)
+    std::uint64_t index = 0;
     // Where the block is held, for the memory budget (RemoteContext, under its mutex): a block both kept for
     // readers and queued for the disk counts once.
     mutable bool in_recent = false;

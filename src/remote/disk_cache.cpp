@@ -111,18 +111,21 @@ void DiskCache::finish_writes() {
     if (writer_.joinable()) writer_.join();
 }
 
-void DiskCache::write_later(fs::path object, std::uint64_t index, BlockPtr block) {
+void DiskCache::write_later(const fs::path& object, std::uint64_t first, const std::vector<BlockPtr>& blocks) {
     std::unique_lock lock(queue_mutex_);
-    const std::size_t length = block->length;
-    queue_changed_.wait(lock, [&] { return queue_bytes_ == 0 || queue_bytes_ + length <= max_queued_; });
-    queue_bytes_ += length;
-    if (queued_bytes_) queued_bytes_(*block, true);
-    queue_.push_back(Write{std::move(object), index, std::move(block)});
-    if (!writer_.joinable()) {
-        start_threads_blocking_exit_signals([this] { writer_ = std::thread([this] { write_queued(); }); });
+    if (queued_bytes_) {
+        for (const BlockPtr& block : blocks) queued_bytes_(block, true);
     }
-    lock.unlock();
-    queue_changed_.notify_all();
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+        const std::size_t length = blocks[i]->length;
+        queue_changed_.wait(lock, [&] { return queue_bytes_ == 0 || queue_bytes_ + length <= max_queued_; });
+        queue_bytes_ += length;
+        queue_.push_back(Write{object, first + i, blocks[i]});
+        if (!writer_.joinable()) {
+            start_threads_blocking_exit_signals([this] { writer_ = std::thread([this] { write_queued(); }); });
+        }
+        queue_changed_.notify_all();
+    }
 }
 
 void DiskCache::wait_written() {
@@ -141,7 +144,7 @@ void DiskCache::write_queued() {
         lock.unlock();
         write(next.object, next.index, next.block->bytes, next.block->length);
         const std::size_t length = next.block->length;
-        if (queued_bytes_) queued_bytes_(*next.block, false);
+        if (queued_bytes_) queued_bytes_(next.block, false);
         next.block.reset();
         lock.lock();
         queue_bytes_ -= length;

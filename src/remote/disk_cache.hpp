@@ -35,7 +35,7 @@ public:
     static constexpr std::size_t kMaxQueuedBytes = std::size_t{32} << 20;
 
     // Told of each block a queued write holds, as it comes (true) and goes (false).
-    using QueuedBytes = std::function<void(const Block& block, bool queued)>;
+    using QueuedBytes = std::function<void(const BlockPtr& block, bool queued)>;
 
     // `budget` 0: no disk cache (every lookup misses, nothing is written).
     // `max_queued`: the most bytes write_later() holds queued (see there).
@@ -71,9 +71,11 @@ public:
     // Stores block `index`; failures (disk full, folder removed meanwhile) only mean the block is not kept.
     void write(const std::filesystem::path& object, std::uint64_t index, const char* data, std::size_t length);
 
-    // write(), later, on the writer thread (started at the first call: a daemon forks after opening its source).
-    // Waits while `max_queued` bytes are queued, so that a disk that cannot keep up bounds the memory held.
-    void write_later(std::filesystem::path object, std::uint64_t index, BlockPtr block);
+    // write(), later, on the writer thread (started at the first call: a daemon forks after opening its source),
+    // of blocks [first, first + blocks.size()). Waits while `max_queued` bytes are queued, so that a disk that
+    // cannot keep up bounds the memory held. Every block counts as queued (`queued`) from the call on: the
+    // caller holds them all while it waits.
+    void write_later(const std::filesystem::path& object, std::uint64_t first, const std::vector<BlockPtr>& blocks);
 
     // Returns once every write queued so far is done.
     void wait_written();

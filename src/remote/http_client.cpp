@@ -167,8 +167,21 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
         response.overflow = true;
         return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
     }
-    if (request.into != nullptr) {
-        std::memcpy(request.into + response.body_bytes, data, length);
+    if (!request.into.empty()) {
+        // Past the buffers already full, then across as many as these bytes fill.
+        std::size_t skip = response.body_bytes;
+        std::size_t copied = 0;
+        for (const std::span<char> buffer : request.into) {
+            if (copied == length) break;
+            if (skip >= buffer.size()) {
+                skip -= buffer.size();
+                continue;
+            }
+            const std::size_t part = std::min(buffer.size() - skip, length - copied);
+            std::memcpy(buffer.data() + skip, data + copied, part);
+            copied += part;
+            skip = 0;
+        }
     } else {
         response.body.append(data, length);
     }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,9 +40,10 @@ struct Request {
     std::uint64_t first = 0;
     std::uint64_t last = 0;
     std::vector<std::string> headers;    // more headers, e.g. "If-Match: \"abc\""
-    // Where the body of a successful (2xx) answer goes: `into` (at most `capacity` bytes; more aborts the transfer
-    // and sets Response::overflow), or Response::body when `into` is nullptr (at most `capacity` bytes too).
-    char* into = nullptr;
+    // Where the body of a successful (2xx) answer goes: the buffers of `into`, filled one after the other (at most
+    // `capacity` bytes; more aborts the transfer and sets Response::overflow), or Response::body when `into` is
+    // empty (at most `capacity` bytes too).
+    std::vector<std::span<char>> into;
     std::size_t capacity = 0;
 };
 

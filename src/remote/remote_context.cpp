@@ -28,13 +28,15 @@ RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentia
       http_(*counters_, std::move(credentials)),
       // The disk's queue holds a quarter of the memory budget at most; the read-ahead's fetches the rest.
       disk_(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir, options.disk_cache_size,
-            [this](const Block& block, bool queued) { queued_for_disk(block, queued); },
+            [this](const BlockPtr& block, bool queued) { queued_for_disk(block, queued); },
             static_cast<std::size_t>(std::min<std::uint64_t>(DiskCache::kMaxQueuedBytes,
                                                              std::max(options.memory_budget, kLeastBudget) / 4))),
       explain_(std::move(explain)),
       max_connections_(std::clamp(options.max_connections, 1u, kMostConnections)),
       memory_budget_(std::max(options.memory_budget, kLeastBudget)),
-      readahead_limit_(std::min(options.readahead, memory_budget_ / 2)) {
+      readahead_limit_(std::min(options.readahead, memory_budget_ / 2)),
+      // Freed buffers kept for reuse: an eighth of the budget, outside it (they hold no block).
+      buffers_(std::make_shared<BlockBuffers>(kBlockBytes, memory_budget_ / 8)) {
     counters_->memory_budget.set(static_cast<std::int64_t>(memory_budget_));
     counters_->max_connections.set(max_connections_);
     counters_->readahead_limit.set(static_cast<std::int64_t>(readahead_limit_));
@@ -50,6 +52,11 @@ std::shared_future<BlockPtr> RemoteContext::find(std::uint64_t serial, std::uint
         return ready.get_future().share();
     }
     if (const auto flying = in_flight_.find(key); flying != in_flight_.end()) return flying->second;
+    if (const auto leaving = leaving_.find(key); leaving != leaving_.end()) {
+        std::promise<BlockPtr> ready;
+        ready.set_value(leaving->second);
+        return ready.get_future().share();
+    }
     return {};
 }
 
@@ -61,7 +68,7 @@ RemoteContext::Claim RemoteContext::claim(std::uint64_t serial, std::uint64_t fi
     const std::lock_guard lock(mutex_);
     for (std::uint64_t index = first; index < first + count; ++index) {
         const Key key{serial, index};
-        if (recent_index_.count(key) != 0 || in_flight_.count(key) != 0) break;
+        if (recent_index_.count(key) != 0 || in_flight_.count(key) != 0 || leaving_.count(key) != 0) break;
         claim.promises.emplace_back();
         in_flight_.emplace(key, claim.promises.back().get_future().share());
     }
@@ -97,7 +104,7 @@ void RemoteContext::deliver(Claim& claim, const std::vector<BlockPtr>& blocks) {
             const Key key{claim.serial, claim.first + i};
             in_flight_.erase(key);
             if (recent_index_.count(key) != 0) continue;
-            keep_recent(*blocks[i]);
+            keep_recent(blocks[i]);
             recent_.emplace_front(key, blocks[i]);
             recent_index_.emplace(key, recent_.begin());
         }
@@ -192,37 +199,45 @@ void RemoteContext::show_link() {
     counters_->link_rate.set(static_cast<std::int64_t>(link_.link_rate()));
 }
 
-void RemoteContext::queued_for_disk(const Block& block, bool queued) {
+void RemoteContext::queued_for_disk(const BlockPtr& block, bool queued) {
     const std::lock_guard lock(mutex_);
-    block.queued_for_disk = queued;
-    if (!block.in_recent) {
+    block->queued_for_disk = queued;
+    if (!block->in_recent) {
         if (queued) {
-            queued_only_bytes_ += block.length;
+            queued_only_bytes_ += block->length;
+            leaving_.emplace(Key{block->serial, block->index}, block);
         } else {
-            queued_only_bytes_ -= block.length;
+            queued_only_bytes_ -= block->length;
+            leaving_.erase(Key{block->serial, block->index});
         }
     }
     trim();
     show_memory();
 }
 
-void RemoteContext::keep_recent(const Block& block) {
-    block.in_recent = true;
-    recent_bytes_ += block.length;
-    if (block.queued_for_disk) queued_only_bytes_ -= block.length;
+void RemoteContext::keep_recent(const BlockPtr& block) {
+    block->in_recent = true;
+    recent_bytes_ += block->length;
+    if (block->queued_for_disk) {
+        queued_only_bytes_ -= block->length;
+        leaving_.erase(Key{block->serial, block->index});
+    }
 }
 
-void RemoteContext::drop_recent(const Block& block) {
-    block.in_recent = false;
-    recent_bytes_ -= block.length;
-    if (block.queued_for_disk) queued_only_bytes_ += block.length;
+void RemoteContext::drop_recent(const BlockPtr& block) {
+    block->in_recent = false;
+    recent_bytes_ -= block->length;
+    if (block->queued_for_disk) {
+        queued_only_bytes_ += block->length;
+        leaving_.emplace(Key{block->serial, block->index}, block);
+    }
 }
 
 std::uint64_t RemoteContext::held() const { return in_flight_bytes_ + piece_bytes_ + queued_only_bytes_; }
 
 void RemoteContext::trim() {
     while (!recent_.empty() && recent_bytes_ + held() > memory_budget_) {
-        drop_recent(*recent_.back().second);
+        drop_recent(recent_.back().second);
         recent_index_.erase(recent_.back().first);
         recent_.pop_back();
     }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "block.hpp"
+#include "block_buffers.hpp"
 #include "disk_cache.hpp"
 #include "http_client.hpp"
 #include "link_estimate.hpp"
@@ -52,6 +53,9 @@ public:
     // How far ahead they should be fetched now: about the link's measured rate × round trip (link_estimate.hpp),
     // within readahead_limit().
     std::uint64_t window_ceiling();
+
+    // A buffer for a block of `length` bytes (block_buffers.hpp).
+    std::shared_ptr<char[]> block_buffer(std::size_t length) { return buffers_->take(length); }
 
     // Block `index` of object `serial` when it is in memory (a ready future) or on its way; an invalid future
     // otherwise. A future that gives nullptr was a read-ahead that gave up: the reader fetches the block itself.
@@ -95,7 +99,7 @@ public:
 
     // A block queued for the disk cache (true), or written (false): counted against the budget once, also while
     // it is kept for readers too (the disk cache calls it).
-    void queued_for_disk(const Block& block, bool queued);
+    void queued_for_disk(const BlockPtr& block, bool queued);
 
     // A range answer of `bytes` that took `first_byte_us` to its first byte and `total_us` to its last: the
     // measured round trip and rate of one connection (recent averages, shown in the stats, sizing the window).
@@ -115,8 +119,8 @@ private:
     // Bytes in flight, queued for the disk (and not kept for readers) and kept in pieces. Called with mutex_ held.
     std::uint64_t held() const;
     // A block enters or leaves the memory of recent blocks. Called with mutex_ held.
-    void keep_recent(const Block& block);
-    void drop_recent(const Block& block);
+    void keep_recent(const BlockPtr& block);
+    void drop_recent(const BlockPtr& block);
     // Drops the least recently used blocks until everything fits the budget. Called with mutex_ held.
     void trim();
     void show_memory();  // with mutex_ held
@@ -130,6 +134,7 @@ private:
     const unsigned max_connections_;
     const std::uint64_t memory_budget_;
     const std::uint64_t readahead_limit_;
+    const std::shared_ptr<BlockBuffers> buffers_;
     std::atomic<std::uint64_t> progress_left_{0};
 
     std::mutex mutex_;
@@ -137,6 +142,8 @@ private:
     std::list<std::pair<Key, BlockPtr>> recent_;  // most recently used first, blocks read to their end last
     std::map<Key, std::list<std::pair<Key, BlockPtr>>::iterator> recent_index_;
     std::size_t recent_bytes_ = 0;
+    // Blocks dropped from recent_ while still queued for the disk: in memory until written, so found there.
+    std::map<Key, BlockPtr> leaving_;
     std::list<std::pair<Key, Piece>> pieces_;  // most recently kept first
     std::map<Key, std::list<std::pair<Key, Piece>>::iterator> piece_index_;
     std::size_t piece_bytes_ = 0;

@@ -55,7 +55,7 @@ std::shared_ptr<RemoteObject> RemoteObject::open(std::shared_ptr<RemoteContext> 
     request.ranged = true;
     request.first = 0;
     request.last = kHeadBytes - 1;
-    request.into = head.data();
+    request.into = {std::span<char>(head.data(), head.size())};
     request.capacity = head.size();
     Response response;
     try {
@@ -255,8 +255,12 @@ void RemoteObject::read_ahead(const Follow& followed) const {
         // A range cut short by the window's end waits until the window has moved on by a whole range: as the reader
         // goes on block by block, the window would otherwise grow by one block at a time, and each request would
         // carry 1 MiB (a server's per-request cost, and a capped connection's first burst, for each). It goes now
-        // when the reader needs its first block next, or when it ends at the object's end.
-        if (count < range_blocks && index + count > last && last < last_of_object && index > next_to_read + 1) break;
+        // while the window is still small (a stream's start, where small ranges reach the reader soonest), when
+        // the reader needs its first block next, or when it ends at the object's end.
+        if (count < range_blocks && index + count > last && last < last_of_object && index > next_to_read + 1 &&
+            followed.ahead >= 2 * range_blocks * kBlockBytes) {
+            break;
+        }
         auto claim = std::make_shared<RemoteContext::Claim>();
         if (!context_->claim_ahead(serial_, index, count, bytes, *claim)) break;  // no connection or memory free
         // The claim stops before a block someone else fetches meanwhile: the rest waits for the next round.
@@ -322,25 +326,39 @@ bool RemoteObject::on_disk(std::uint64_t index) const {
 void RemoteObject::fetch_blocks(RemoteContext::Claim& claim) const {
     const std::uint64_t first = claim.first;
     const std::size_t count = claim.promises.size();
-    std::size_t bytes = 0;
-    for (std::size_t i = 0; i < count; ++i) bytes += block_length(first + i);
     try {
-        std::shared_ptr<char[]> buffer(new char[bytes]);
+        const auto buffers = new_block_buffers(first, count);
         // What exact reads kept of these blocks is not asked again: the rest comes in one request per gap.
-        std::size_t gap = 0;
-        std::size_t at = 0;
+        std::vector<std::span<char>> gap;
+        std::uint64_t gap_offset = first * kBlockBytes;
+        const auto fetch_gap = [&] {
+            if (!gap.empty()) fetch(gap_offset, std::move(gap));
+            gap.clear();
+        };
         for (std::size_t i = 0; i < count; ++i) {
-            if (auto piece = context_->take_piece(serial_, first + i)) {
-                const std::size_t piece_at = at + piece->begin;
-                std::memcpy(buffer.get() + piece_at, piece->bytes.data(), piece->bytes.size());
-                if (piece_at > gap) fetch(first * kBlockBytes + gap, piece_at - gap, buffer.get() + gap);
-                gap = piece_at + piece->bytes.size();
+            const std::span<char> block(buffers[i].get(), block_length(first + i));
+            const std::uint64_t block_offset = (first + i) * kBlockBytes;
+            auto piece = context_->take_piece(serial_, first + i);
+            if (!piece) {
+                if (gap.empty()) gap_offset = block_offset;
+                gap.push_back(block);
+                continue;
             }
-            at += block_length(first + i);
+            std::memcpy(block.data() + piece->begin, piece->bytes.data(), piece->bytes.size());
+            if (piece->begin > 0) {
+                if (gap.empty()) gap_offset = block_offset;
+                gap.push_back(block.first(piece->begin));
+            }
+            fetch_gap();
+            const std::size_t after = piece->begin + piece->bytes.size();
+            if (after < block.size()) {
+                gap_offset = block_offset + after;
+                gap.push_back(block.subspan(after));
+            }
         }
-        if (bytes > gap) fetch(first * kBlockBytes + gap, bytes - gap, buffer.get() + gap);
+        fetch_gap();
         context_->counters().disk_cache_misses.add(count);
-        hand_over(claim, std::move(buffer));
+        hand_over(claim, buffers);
     } catch (const IoError&) {
         context_->give_up(claim, std::current_exception());
         throw;
@@ -350,27 +368,32 @@ void RemoteObject::fetch_blocks(RemoteContext::Claim& claim) const {
     }
 }
 
-void RemoteObject::hand_over(RemoteContext::Claim& claim, std::shared_ptr<char[]> buffer) const {
+std::vector<std::shared_ptr<char[]>> RemoteObject::new_block_buffers(std::uint64_t first, std::size_t count) const {
+    std::vector<std::shared_ptr<char[]>> buffers;
+    buffers.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) buffers.push_back(context_->block_buffer(block_length(first + i)));
+    return buffers;
+}
+
+void RemoteObject::hand_over(RemoteContext::Claim& claim, const std::vector<std::shared_ptr<char[]>>& buffers) const {
     const std::uint64_t first = claim.first;
     const std::size_t count = claim.promises.size();
     std::vector<BlockPtr> blocks;
     blocks.reserve(count);
-    std::size_t at = 0;
     for (std::size_t i = 0; i < count; ++i) {
         auto block = std::make_shared<Block>();
-        block->storage = buffer;
-        block->bytes = buffer.get() + at;
+        block->storage = buffers[i];
+        block->bytes = buffers[i].get();
         block->length = block_length(first + i);
-        at += block->length;
+        block->serial = serial_;
+        block->index = first + i;
         blocks.push_back(std::move(block));
     }
     context_->deliver(claim, blocks);
     // Kept on disk once its readers have it: a disk that falls behind never holds a block back from them.
     if (const auto& folder = cache_folder()) {
-        for (std::size_t i = 0; i < count; ++i) {
-            context_->disk().write_later(*folder, first + i, blocks[i]);
-            disk_state_[first + i] = 0;  // ask the disk again when it is no longer in memory
-        }
+        context_->disk().write_later(*folder, first, blocks);
+        for (std::size_t i = 0; i < count; ++i) disk_state_[first + i] = 0;  // ask the disk when it left the memory
     }
 }
 
@@ -398,12 +421,12 @@ void RemoteObject::keep_fetched(std::uint64_t offset, std::size_t length, const 
         RemoteContext::Claim claim = context_->claim(serial_, index, count, run);
         const std::size_t claimed = claim.promises.size();
         if (claimed > 0) {
-            std::size_t claimed_bytes = 0;
-            for (std::size_t i = 0; i < claimed; ++i) claimed_bytes += block_length(index + i);
             try {
-                std::shared_ptr<char[]> buffer(new char[claimed_bytes]);
-                std::memcpy(buffer.get(), bytes + (begin - offset), claimed_bytes);
-                hand_over(claim, std::move(buffer));
+                const auto buffers = new_block_buffers(index, claimed);
+                for (std::size_t i = 0; i < claimed; ++i) {
+                    std::memcpy(buffers[i].get(), bytes + (begin - offset) + i * kBlockBytes, block_length(index + i));
+                }
+                hand_over(claim, buffers);
             } catch (...) {
                 context_->give_up(claim, nullptr);
                 throw;
@@ -527,13 +550,19 @@ std::vector<std::string> RemoteObject::precondition_headers() const {
 }
 
 void RemoteObject::fetch(std::uint64_t offset, std::size_t length, char* dst) const {
+    fetch(offset, {std::span<char>(dst, length)});
+}
+
+void RemoteObject::fetch(std::uint64_t offset, std::vector<std::span<char>> into) const {
     if (changed_) throw IoError(name(), "changed on the server since it was mounted; mount it again to read it");
+    std::size_t length = 0;
+    for (const std::span<char> buffer : into) length += buffer.size();
     Request request;
     request.ranged = true;
     request.first = offset;
     request.last = offset + length - 1;
     request.headers = precondition_headers();
-    request.into = dst;
+    request.into = std::move(into);
     request.capacity = length;
     for (int attempt = 0;; ++attempt) {
         {

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,8 @@
 
 namespace tensorfs::remote {
 
-// The unit of the disk cache and of the memory of recent blocks; a range request of the read-ahead asks for up to
-// kRangeBytes (several blocks). See docs/benchmarks.md, section "load", for the measurements behind them.
-inline constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
+// A range request of the read-ahead asks for up to kRangeBytes (several blocks of kBlockBytes, block.hpp). See
+// docs/benchmarks.md, section "load", for the measurements behind them.
 inline constexpr std::size_t kRangeBytes = std::size_t{8} << 20;
 
 class RemoteObject;
@@ -109,15 +109,19 @@ private:
     // their waiters and queues them for the disk.
     // Throws IoError (which the waiters get too) when they cannot be fetched.
     void fetch_blocks(RemoteContext::Claim& claim) const;
-    // Splits a buffer of the claimed blocks' bytes into blocks, hands them to their waiters and queues them for
-    // the disk.
-    void hand_over(RemoteContext::Claim& claim, std::shared_ptr<char[]> buffer) const;
+    // A buffer for each of blocks [first, first + count): a block dropped from memory frees its own bytes, never
+    // waiting for the other blocks its range brought.
+    std::vector<std::shared_ptr<char[]>> new_block_buffers(std::uint64_t first, std::size_t count) const;
+    // Makes the claimed blocks of their buffers, hands them to their waiters and queues them for the disk.
+    void hand_over(RemoteContext::Claim& claim, const std::vector<std::shared_ptr<char[]>>& buffers) const;
     // Keeps what an exact fetch brought, bytes [offset, offset + length): its whole blocks as fetched blocks, the
     // parts of blocks at its ends as pieces (see RemoteContext::keep_piece).
     void keep_fetched(std::uint64_t offset, std::size_t length, const char* bytes) const;
     std::size_t block_length(std::uint64_t index) const;
     // Fetches bytes [offset, offset + length) into `dst`, checking that the object is still the one opened.
     void fetch(std::uint64_t offset, std::size_t length, char* dst) const;
+    // The same for the bytes from `offset` on that fill the buffers of `into`, one after the other.
+    void fetch(std::uint64_t offset, std::vector<std::span<char>> into) const;
     [[noreturn]] void changed(const std::string& how) const;
     std::vector<std::string> precondition_headers() const;
 
