@@ -14,7 +14,8 @@ constexpr CommandHelp kCommands[] = {
      "usage: tensorfs umount MOUNTPOINT\n"
      "\n"
      "Unmounts a tensorfs mount (also one whose daemon died). Says \"not mounted\" for a folder that holds no mount,\n"
-     "and \"busy\" while files under it are still open (lsof +f -- MOUNTPOINT lists them).\n"},
+     "and \"busy\" while files under it are still open (lsof +f -- MOUNTPOINT lists them), after trying again for\n"
+     "2 s (a process that reads a file of the mount, such as tensorfs status, holds it for that moment).\n"},
     {"ls",
      "usage: tensorfs ls SOURCE [--json] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
      "       tensorfs ls --files SOURCE [--json] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
