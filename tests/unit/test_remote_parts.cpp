@@ -24,6 +24,26 @@
 namespace tensorfs::remote {
 namespace fs = std::filesystem;
 
+namespace {
+
+// Blocks [0, count) of object 1, each `length` bytes in a buffer of its own.
+std::vector<BlockPtr> new_blocks(std::size_t count, std::size_t length = std::size_t{1} << 20) {
+    std::vector<BlockPtr> blocks;
+    for (std::size_t i = 0; i < count; ++i) {
+        auto bytes = std::make_shared<char[]>(length);
+        auto block = std::make_shared<Block>();
+        block->storage = bytes;
+        block->bytes = bytes.get();
+        block->length = length;
+        block->serial = 1;
+        block->index = i;
+        blocks.push_back(std::move(block));
+    }
+    return blocks;
+}
+
+}  // namespace
+
 BOOST_AUTO_TEST_SUITE(remote_parts)
 
 BOOST_AUTO_TEST_CASE(origins_fill_in_default_ports_and_lower_case_hosts) {
@@ -170,19 +190,8 @@ BOOST_AUTO_TEST_CASE(queued_disk_writes_are_counted_while_they_wait) {
     }, 3000);
     const auto object = cache.object_folder("key");
     BOOST_REQUIRE(object);
-    auto bytes = std::make_shared<char[]>(1000);
     // Batches of two, as a range's blocks come: each counts from the call, while its caller waits for room.
-    for (int i = 0; i < 20; i += 2) {
-        std::vector<BlockPtr> batch;
-        for (int j = 0; j < 2; ++j) {
-            auto block = std::make_shared<Block>();
-            block->storage = bytes;
-            block->bytes = bytes.get();
-            block->length = 1000;
-            batch.push_back(std::move(block));
-        }
-        cache.write_later(*object, static_cast<std::uint64_t>(i), batch);
-    }
+    for (std::uint64_t i = 0; i < 20; i += 2) cache.write_later(*object, i, new_blocks(2, 1000));
     cache.wait_written();
     BOOST_TEST(queued.load() == 0);
     BOOST_TEST(most.load() <= 3000 + 2000);  // the queue's bound, and the batch its caller holds waiting
@@ -200,17 +209,7 @@ BOOST_AUTO_TEST_CASE(a_context_destroyed_with_queued_disk_writes_writes_them_fir
                                                    [](const Response&) { return std::string(); });
     const auto object = context->disk().object_folder("key");
     BOOST_REQUIRE(object);
-    auto bytes = std::make_shared<char[]>(1 << 20);
-    std::vector<BlockPtr> blocks;
-    for (int i = 0; i < 64; ++i) {
-        auto block = std::make_shared<Block>();
-        block->storage = bytes;
-        block->bytes = bytes.get();
-        block->length = 1 << 20;
-        block->serial = 1;
-        block->index = static_cast<std::uint64_t>(i);
-        blocks.push_back(std::move(block));
-    }
+    const std::vector<BlockPtr> blocks = new_blocks(64);
     // Blocks kept in memory too, which the accounting drops as the queue's writes come back to it.
     RemoteContext::Claim claim = context->claim(1, 0, 4, 4 << 20);
     BOOST_REQUIRE(claim.promises.size() == 4);
@@ -231,17 +230,7 @@ BOOST_AUTO_TEST_CASE(a_block_both_kept_and_queued_for_the_disk_counts_once) {
     const auto object = context.disk().object_folder("key");
     BOOST_REQUIRE(object);
     constexpr std::size_t kBlocks = 56;
-    std::vector<BlockPtr> blocks;
-    for (std::size_t i = 0; i < kBlocks; ++i) {
-        auto bytes = std::make_shared<char[]>(1 << 20);
-        auto block = std::make_shared<Block>();
-        block->storage = bytes;
-        block->bytes = bytes.get();
-        block->length = 1 << 20;
-        block->serial = 1;
-        block->index = i;
-        blocks.push_back(std::move(block));
-    }
+    const std::vector<BlockPtr> blocks = new_blocks(kBlocks);
     RemoteContext::Claim claim = context.claim(1, 0, kBlocks, kBlocks << 20);
     BOOST_REQUIRE(claim.promises.size() == kBlocks);
     context.deliver(claim, blocks);
@@ -261,17 +250,7 @@ BOOST_AUTO_TEST_CASE(a_block_dropped_while_queued_for_the_disk_is_found_until_wr
     options.cache_dir = folder.path();
     options.memory_budget = 8 << 20;
     RemoteContext context(options, {}, [](const Response&) { return std::string(); });
-    std::vector<BlockPtr> blocks;
-    for (std::uint64_t i = 0; i < 4; ++i) {
-        auto bytes = std::make_shared<char[]>(1 << 20);
-        auto block = std::make_shared<Block>();
-        block->storage = bytes;
-        block->bytes = bytes.get();
-        block->length = 1 << 20;
-        block->serial = 1;
-        block->index = i;
-        blocks.push_back(std::move(block));
-    }
+    const std::vector<BlockPtr> blocks = new_blocks(4);
     RemoteContext::Claim delivered = context.claim(1, 0, 4, 4 << 20);
     context.deliver(delivered, blocks);
     context.queued_for_disk(blocks[0], true);  // as the disk cache says when the write is queued
