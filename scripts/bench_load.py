@@ -273,7 +273,7 @@ class S3Store:
             process.stdin.write(config)
             process.stdin.close()
             processes.append(process)
-        if any(process.wait() != 0 for process in processes):
+        if [process.wait() for process in processes].count(0) != len(processes):  # waits for every curl
             raise RuntimeError("curl --aws-sigv4 failed")
         return time.monotonic() - started
 

@@ -96,8 +96,9 @@ std::vector<WantedFile> files_wanted(const ModelFolder& folder, const std::strin
     return wanted;
 }
 
-// --verify: each whole file's bytes (from the disk cache now) against the checksum its source publishes. A file
-// that does not match loses its cached blocks, and the command fails naming it.
+// --verify: each whole file's bytes, read as a mount reads them (from the blocks still in memory, else the disk
+// cache), against the checksum its source publishes. A file that does not match loses its cached blocks, and the
+// command fails naming it.
 int verify(const std::vector<WantedFile>& wanted, bool only_tensors) {
     int status = 0;
     for (const WantedFile& file : wanted) {

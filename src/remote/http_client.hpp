@@ -62,8 +62,10 @@ struct Response {
     std::string checksum_sha256; // S3's x-amz-checksum-sha256 (base64), sent when asked with x-amz-checksum-mode
     std::string encryption;      // S3's x-amz-server-side-encryption ("AES256", "aws:kms"...), or "SSE-C"
     std::uint64_t body_bytes = 0;
-    std::uint64_t first_byte_us = 0;  // from sending the request to the first byte of the answer
-    std::uint64_t total_us = 0;       // from sending the request to the answer's last byte
+    // From the transfer's start (on a new connection that includes connecting and TLS) to the answer's first byte,
+    // and to its last.
+    std::uint64_t first_byte_us = 0;
+    std::uint64_t total_us = 0;
     bool overflow = false;       // the body was longer than the room given, so the transfer was cut
     std::string body;            // the body when no buffer was given; the start of an error's body otherwise
 

@@ -234,11 +234,13 @@ std::string HubFolder::url_of(const std::string& relative) const {
 std::shared_ptr<const SourceObject> HubFolder::open_if_exists(const std::string& relative) const {
     auto object = RemoteObject::open(context_, name_of(relative), url_of(relative));
     if (object) {
-        object->set_checksum_lookup([checksums = checksums_, path = in_repo(relative)](const RemoteObject&) {
+        object->set_checksum_lookup([checksums = checksums_, path = in_repo(relative)](const RemoteObject& file) {
             try {
                 return checksums->of(path);
             } catch (const InvalidSource& error) {
-                throw IoError(error.what());
+                // The listing's problem (what() already reads "tensorfs: FOLDER: ..."), said of the file checked.
+                const auto& problems = error.problems();
+                throw IoError(file.name(), problems.empty() ? "cannot list its folder" : problems.front().what);
             }
         });
     }

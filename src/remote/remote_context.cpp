@@ -8,8 +8,8 @@ namespace {
 
 // The least memory budget: a few blocks in flight and one being read.
 constexpr std::uint64_t kLeastBudget = std::uint64_t{8} << 20;
-// The least window the measured rate × round trip may set: two ranges of 8 MiB, so that a link measured while a
-// reader was slow (or a pause) opens again at once.
+// The least window the measured rate × round trip may set (a few ranges): a link measured while its reader was
+// slow opens again within a few samples once the reader speeds up.
 constexpr std::uint64_t kLeastWindow = std::uint64_t{16} << 20;
 
 std::uint64_t now_us() {
@@ -99,7 +99,6 @@ bool RemoteContext::claim_ahead(std::uint64_t serial, std::uint64_t first, std::
 void RemoteContext::deliver(Claim& claim, const std::vector<BlockPtr>& blocks) {
     {
         const std::lock_guard lock(mutex_);
-        claim.delivered = true;
         for (std::size_t i = 0; i < claim.promises.size(); ++i) {
             const Key key{claim.serial, claim.first + i};
             in_flight_.erase(key);
@@ -138,7 +137,7 @@ void RemoteContext::give_up(Claim& claim, std::exception_ptr error) {
 void RemoteContext::end_claim(Claim& claim) {
     const std::lock_guard lock(mutex_);
     if (claim.bytes > 0) {
-        link_.fetch_ended(now_us(), claim.delivered ? claim.bytes : 0);
+        link_.fetch_ended(now_us(), claim.fetched_bytes);
         show_link();
     }
     in_flight_bytes_ -= claim.bytes;

@@ -70,7 +70,7 @@ public:
         std::vector<std::promise<BlockPtr>> promises;
         std::size_t bytes = 0;
         bool uses_connection = false;  // a read-ahead's: it holds one of max_connections until it ends
-        bool delivered = false;        // its blocks were fetched (else it gave up): counted in the link's rate
+        std::size_t fetched_bytes = 0;  // what its fetch brought over the network: the link's rate counts it
     };
     Claim claim(std::uint64_t serial, std::uint64_t first, std::uint64_t count, std::size_t bytes);
     // A claim for the read-ahead: only when a connection is free and the budget has room for `bytes` in flight.

@@ -332,7 +332,11 @@ void RemoteObject::fetch_blocks(RemoteContext::Claim& claim) const {
         std::vector<std::span<char>> gap;
         std::uint64_t gap_offset = first * kBlockBytes;
         const auto fetch_gap = [&] {
-            if (!gap.empty()) fetch(gap_offset, std::move(gap));
+            if (gap.empty()) return;
+            std::size_t bytes = 0;
+            for (const std::span<char> part : gap) bytes += part.size();
+            fetch(gap_offset, std::move(gap));
+            claim.fetched_bytes += bytes;
             gap.clear();
         };
         for (std::size_t i = 0; i < count; ++i) {

@@ -77,7 +77,7 @@ def settled_stats_of(mount):
     """stats_of once the read-ahead has no request in flight: a reader's own fetches end before its read returns,
     the read-ahead's may still run, and their requests would count in the stats after a test read them (or in nginx's
     log after the stats were read)."""
-    wait_until(lambda: stats_of(mount)["readahead"]["connections_in_use"] == 0)
+    assert wait_until(lambda: stats_of(mount)["readahead"]["connections_in_use"] == 0), "the read-ahead never settled"
     return stats_of(mount)
 
 
