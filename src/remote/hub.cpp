@@ -153,7 +153,9 @@ std::vector<nlohmann::json> hub_tree(RemoteContext& context, const std::string& 
             refuse(name, "the Hub's listing is not a JSON array of entries" + answered);
         }
         for (auto& entry : listing) {
-            if (!entry.is_object() || entry.value("type", "") != "file") continue;
+            if (!entry.is_object()) continue;
+            const auto type = entry.find("type");  // value() would throw on a type that is not a string
+            if (type == entry.end() || !type->is_string() || type->get_ref<const std::string&>() != "file") continue;
             const auto path = entry.find("path");
             if (path == entry.end() || !path->is_string()) continue;
             files.push_back(std::move(entry));

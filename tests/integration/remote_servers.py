@@ -109,7 +109,7 @@ def hub_layout(root, data):
     """The files of `data` under `root/files/ORG/REPO/REV/` (symlinks) and the Hub's tree listings of every folder
     under `root/api/models/ORG/REPO/tree/REV[/PATH]/tree.json`, and the same with `recursive` in two pages
     (`recursive1.json`, `recursive2.json`); and test-org/paged, the files of safetensors/sharded with their listing
-    in two pages (`root/paged/page1.json`, `page2.json`)."""
+    in two pages (`root/paged/page1.json`, `page2.json`), and test-org/odd, the same among odd listing entries."""
     files = os.path.join(root, "files", HUB_REPO, HUB_REVISION)
     listings = os.path.join(root, "api", "models", HUB_REPO, "tree", HUB_REVISION)
     for folder, subfolders, names in os.walk(data):
@@ -140,6 +140,16 @@ def hub_layout(root, data):
             for page, part in (("page1.json", listed[:len(listed) // 2]), ("page2.json", listed[len(listed) // 2:])):
                 with open(os.path.join(root, "paged", page), "w") as f:
                     json.dump(part, f)
+            # test-org/odd: the same files, listed among entries of the wrong shapes (a listing from a server
+            # that is not quite the Hub), which must be passed over.
+            odd = os.path.join(root, "files", "test-org", "odd")
+            os.makedirs(odd, exist_ok=True)
+            os.symlink(folder, os.path.join(odd, HUB_REVISION))
+            odd_listing = os.path.join(root, "api", "models", "test-org", "odd", "tree", HUB_REVISION)
+            os.makedirs(odd_listing, exist_ok=True)
+            with open(os.path.join(odd_listing, "tree.json"), "w") as f:
+                json.dump(listed + ["a string", 5, {"type": 5, "path": "a.json"}, {"type": ["file"], "path": "b"},
+                                    {"type": "file", "path": 7}, {"type": "file"}], f)
 
 
 class Nginx:

@@ -454,6 +454,13 @@ class HubCredentials(unittest.TestCase):
                          [f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)])
         self.assertIn("total_size", json.loads(result.stdout)["metadata"])
 
+    def test_listing_entries_of_other_shapes_are_passed_over(self):
+        """Entries that are not objects, or whose type or path is not a string, are skipped, never a crash."""
+        result = run("info", "--json", "hf://test-org/odd", env=self.env())
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual([f["path"] for f in json.loads(result.stdout)["files"]],
+                         [f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)])
+
     def test_refused_credentials_name_hf_token(self):
         for source, status in (("hf://test-org/private/model.safetensors", "401"), ("hf://test-org/gated", "403")):
             for env in (self.env(), self.env(HF_TOKEN=self.SECRET)):
