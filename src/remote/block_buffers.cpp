@@ -32,14 +32,10 @@ std::shared_ptr<char[]> BlockBuffers::take(std::size_t length) {
         }
     }
     if (buffer == nullptr) buffer = map_buffer(length);
-    try {
-        return std::shared_ptr<char[]>(buffer, [pool = shared_from_this(), length](char* given) {
-            pool->give_back(given, length);
-        });
-    } catch (...) {
-        ::munmap(buffer, length);
-        throw;
-    }
+    // Should making the shared pointer fail, it gives the buffer back itself (through the deleter).
+    return std::shared_ptr<char[]>(buffer, [pool = shared_from_this(), length](char* given) {
+        pool->give_back(given, length);
+    });
 }
 
 void BlockBuffers::give_back(char* buffer, std::size_t length) {
