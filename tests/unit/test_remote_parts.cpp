@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "remote/block_buffers.hpp"
 #include "remote/digest.hpp"
 #include "remote/disk_cache.hpp"
 #include "remote/hub.hpp"
@@ -264,6 +265,24 @@ BOOST_AUTO_TEST_CASE(a_block_dropped_while_queued_for_the_disk_is_found_until_wr
     context.queued_for_disk(blocks[0], false);  // written: the disk cache has it now
     BOOST_TEST(!context.find(1, 0).valid());
     context.give_up(more, nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(block_buffers_are_reused_up_to_what_is_kept_and_outlive_their_pool_owner) {
+    auto pool = std::make_shared<BlockBuffers>(4096, 2 * 4096);  // keeps two freed buffers
+    auto first = pool->take(4096);
+    auto second = pool->take(4096);
+    auto third = pool->take(4096);
+    std::fill_n(first.get(), 4096, 'a');
+    const char* first_bytes = first.get();
+    first.reset();
+    BOOST_TEST(pool->take(4096).get() == first_bytes);  // a freed buffer comes back
+    auto short_one = pool->take(100);  // the last block of an object: its own size, never kept
+    std::fill_n(short_one.get(), 100, 'b');
+    pool.reset();  // the buffers keep their pool
+    std::fill_n(third.get(), 4096, 'c');
+    second.reset();
+    third.reset();
+    short_one.reset();
 }
 
 BOOST_AUTO_TEST_CASE(digests_match_the_published_test_vectors) {
