@@ -14,7 +14,6 @@ inline constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
 
 struct Block {
     std::shared_ptr<const char[]> storage;  // the buffer the bytes are in
-    const char* bytes = nullptr;
     std::size_t length = 0;
     std::uint64_t serial = 0;  // which block of which object it is (RemoteContext's key)
     std::uint64_t index = 0;
@@ -22,6 +21,8 @@ struct Block {
     // readers and queued for the disk counts once.
     mutable bool in_recent = false;
     mutable bool queued_for_disk = false;
+
+    const char* bytes() const { return storage.get(); }
 };
 using BlockPtr = std::shared_ptr<const Block>;
 

@@ -142,7 +142,7 @@ void DiskCache::write_queued() {
         Write next = std::move(queue_.front());
         queue_.pop_front();
         lock.unlock();
-        write(next.object, next.index, next.block->bytes, next.block->length);
+        write(next.object, next.index, next.block->bytes(), next.block->length);
         const std::size_t length = next.block->length;
         if (queued_bytes_) queued_bytes_(next.block, false);
         next.block.reset();

@@ -295,7 +295,7 @@ bool RemoteObject::serve_cached(std::uint64_t index, std::uint64_t from, std::si
             // The fetch that had it failed: the caller fetches it again and meets the error itself.
         }
         if (block != nullptr) {
-            std::memcpy(dst, block->bytes + from, length);
+            std::memcpy(dst, block->bytes() + from, length);
             if (from + length == block->length) context_->consumed(serial_, index);
             return true;
         }
@@ -387,7 +387,6 @@ void RemoteObject::hand_over(RemoteContext::Claim& claim, const std::vector<std:
     for (std::size_t i = 0; i < count; ++i) {
         auto block = std::make_shared<Block>();
         block->storage = buffers[i];
-        block->bytes = buffers[i].get();
         block->length = block_length(first + i);
         block->serial = serial_;
         block->index = first + i;

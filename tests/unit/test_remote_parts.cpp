@@ -34,7 +34,6 @@ std::vector<BlockPtr> new_blocks(std::size_t count, std::size_t length = std::si
         auto bytes = std::make_shared<char[]>(length);
         auto block = std::make_shared<Block>();
         block->storage = bytes;
-        block->bytes = bytes.get();
         block->length = length;
         block->serial = 1;
         block->index = i;
