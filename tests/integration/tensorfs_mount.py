@@ -96,6 +96,13 @@ def unmount(path, command=None):
     return last
 
 
+def unmount_or_detach(path):
+    """Unmounts PATH if it is mounted (see unmount); a mount still busy after the bound is detached, so that no test
+    leaves one behind and its daemon ends when its last user does."""
+    if is_mounted(path) and unmount(path).returncode != 0:
+        subprocess.run(["fusermount3", "-uz", path], capture_output=True, timeout=60)
+
+
 class Mount:
     """`with Mount(source) as m:` mounts SOURCE in a fresh temporary folder (m.path) and unmounts at exit,
     also when the body failed. `env`: the environment of `tensorfs mount` (default: this process's)."""
@@ -122,9 +129,7 @@ class Mount:
         return False
 
     def unmount(self):
-        if is_mounted(self.path) and unmount(self.path).returncode != 0:
-            # Still busy after the bound: detached, so that no test leaves a mount behind.
-            subprocess.run(["fusermount3", "-uz", self.path], capture_output=True, timeout=60)
+        unmount_or_detach(self.path)
         if not is_mounted(self.path) and os.path.isdir(self.tmp):
             os.rmdir(self.path)
             os.rmdir(self.tmp)

@@ -22,7 +22,7 @@ import numpy as np
 import remote_servers
 import s3_servers
 from tensorfs_mount import (BIN, VECTORS, daemon_pids, is_mounted, manifest, read_file, same_floats, unmount,
-                            wait_until)
+                            unmount_or_detach, wait_until)
 
 CLONE_NEWNS = 0x00020000
 # The command path of /bin/sh when PATH is unset: where mount.fuse3's shell finds `tensorfs`.
@@ -110,10 +110,7 @@ class MountPoint:
         return self
 
     def __exit__(self, *exc):
-        if is_mounted(self.path):
-            unmount(self.path)
-        if is_mounted(self.path):  # still busy: detach it, so that the daemon ends when its last user does
-            subprocess.run(["fusermount3", "-uz", self.path], capture_output=True, timeout=60)
+        unmount_or_detach(self.path)
         wait_until(lambda: not daemon_pids(self.path))
         if not is_mounted(self.path):
             shutil.rmtree(self.tmp)
