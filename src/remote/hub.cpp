@@ -123,10 +123,11 @@ namespace {
 
 // The file entries of the Hub's tree listing of `folder` (in the repo), page after page: {"type", "path", "size",
 // "oid", and "lfs": {"oid": "<sha256>", "size", "pointerSize"} for a file stored by Git LFS}.
-std::vector<nlohmann::json> hub_tree(RemoteContext& context, const std::string& endpoint, const HubAddress& address,
-                                     const std::string& folder, bool recursive, const std::string& name) {
-    std::string url = endpoint + "/api/models/" + percent_encode(address.repo, "/") + "/tree/" +
-                      percent_encode(address.revision) + (folder.empty() ? "" : "/" + percent_encode(folder, "/")) +
+std::vector<nlohmann::json> hub_tree(RemoteContext& context, const std::string& endpoint, const std::string& repo,
+                                     const std::string& commit, const std::string& folder, bool recursive,
+                                     const std::string& name) {
+    std::string url = endpoint + "/api/models/" + percent_encode(repo, "/") + "/tree/" + commit +
+                      (folder.empty() ? "" : "/" + percent_encode(folder, "/")) +
                       (recursive ? "?recursive=true" : "");
     std::vector<nlohmann::json> files;
     for (int page = 0; !url.empty(); ++page) {
@@ -166,19 +167,68 @@ std::vector<nlohmann::json> hub_tree(RemoteContext& context, const std::string& 
     return files;
 }
 
-bool is_sha256_hex(const std::string& text) {
-    return text.size() == 64 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
+bool is_lowercase_hex(const std::string& text, std::size_t length) {
+    return text.size() == length && text.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
 
 }  // namespace
+
+// The commit the revision of `address` names (hub.hpp), asked of the Hub at the first call and kept.
+class PinnedCommit {
+public:
+    PinnedCommit(std::shared_ptr<RemoteContext> context, std::string endpoint, HubAddress address)
+        : context_(std::move(context)), endpoint_(std::move(endpoint)), address_(std::move(address)) {
+        if (is_lowercase_hex(address_.revision, 40)) commit_ = address_.revision;  // already a commit
+    }
+
+    // Throws InvalidSource naming `name` (what was asked for) when the Hub does not tell the commit.
+    std::string get(const std::string& name) {
+        const std::lock_guard lock(mutex_);
+        if (commit_.empty()) commit_ = ask(name);
+        return commit_;
+    }
+
+private:
+    std::string ask(const std::string& name) const {
+        Request request;
+        request.url = endpoint_ + "/api/models/" + percent_encode(address_.repo, "/") + "/revision/" +
+                      percent_encode(address_.revision);
+        request.capacity = kMaxListingBytes;
+        Response response;
+        try {
+            response = context_->http().send(request);
+        } catch (const HttpError& error) {
+            refuse(name, std::string(error.what()) + " (" + without_credentials(request.url) + ")");
+        }
+        const std::string answered = " (" + without_credentials(response.url) + ")";
+        if (response.status == 404) {
+            refuse(name, "no such repository or revision on the Hub: " + response.status_text() + answered);
+        }
+        if (response.overflow) refuse(name, "the Hub's answer about the revision is larger than 64 MiB" + answered);
+        if (!response.ok()) refuse(name, context_->refusal(response));
+        const auto info = nlohmann::json::parse(response.body, nullptr, false);
+        const auto sha = info.is_object() ? info.find("sha") : info.end();
+        if (sha == info.end() || !sha->is_string() || !is_lowercase_hex(sha->get_ref<const std::string&>(), 40)) {
+            refuse(name, "the Hub's answer about revision '" + address_.revision + "' names no commit" + answered);
+        }
+        return sha->get<std::string>();
+    }
+
+    const std::shared_ptr<RemoteContext> context_;
+    const std::string endpoint_;
+    const HubAddress address_;
+    std::mutex mutex_;
+    std::string commit_;
+};
 
 // The LFS sha256 of the repo's files, from the Hub's listing of their folder: asked once per folder, and only when
 // `prefetch --verify` wants one (a mount never lists for it). Files not stored by LFS (small text files) have none.
 class LfsChecksums {
 public:
-    LfsChecksums(std::shared_ptr<RemoteContext> context, std::string endpoint, HubAddress address, std::string name)
-        : context_(std::move(context)), endpoint_(std::move(endpoint)), address_(std::move(address)),
-          name_(std::move(name)) {}
+    LfsChecksums(std::shared_ptr<RemoteContext> context, std::string endpoint, std::string repo,
+                 std::shared_ptr<PinnedCommit> commit, std::string name)
+        : context_(std::move(context)), endpoint_(std::move(endpoint)), repo_(std::move(repo)),
+          commit_(std::move(commit)), name_(std::move(name)) {}
 
     std::optional<PublishedChecksum> of(const std::string& path) {
         const std::size_t slash = path.rfind('/');
@@ -187,13 +237,14 @@ public:
         auto listed = folders_.find(folder);
         if (listed == folders_.end()) {
             std::map<std::string, std::string> oids;
-            for (const auto& entry : hub_tree(*context_, endpoint_, address_, folder, false, name_)) {
+            const std::string commit = commit_->get(name_);
+            for (const auto& entry : hub_tree(*context_, endpoint_, repo_, commit, folder, false, name_)) {
                 const auto lfs = entry.find("lfs");
                 if (lfs == entry.end() || !lfs->is_object() || !lfs->contains("oid") || !(*lfs)["oid"].is_string()) {
                     continue;
                 }
                 const std::string& oid = (*lfs)["oid"].get_ref<const std::string&>();
-                if (is_sha256_hex(oid)) oids[entry["path"].get<std::string>()] = oid;
+                if (is_lowercase_hex(oid, 64)) oids[entry["path"].get<std::string>()] = oid;
             }
             listed = folders_.emplace(folder, std::move(oids)).first;
         }
@@ -205,7 +256,8 @@ public:
 private:
     std::shared_ptr<RemoteContext> context_;
     const std::string endpoint_;
-    const HubAddress address_;
+    const std::string repo_;
+    const std::shared_ptr<PinnedCommit> commit_;
     const std::string name_;
     std::mutex mutex_;
     std::map<std::string, std::map<std::string, std::string>> folders_;  // folder -> path -> sha256
@@ -213,7 +265,8 @@ private:
 
 HubFolder::HubFolder(std::shared_ptr<RemoteContext> context, std::string endpoint, HubAddress address)
     : context_(std::move(context)), endpoint_(std::move(endpoint)), address_(std::move(address)),
-      checksums_(std::make_shared<LfsChecksums>(context_, endpoint_, address_, name())) {}
+      commit_(std::make_shared<PinnedCommit>(context_, endpoint_, address_)),
+      checksums_(std::make_shared<LfsChecksums>(context_, endpoint_, address_.repo, commit_, name())) {}
 
 std::string HubFolder::name() const {
     std::string text = std::string(kScheme) + address_.repo;
@@ -228,13 +281,14 @@ std::string HubFolder::in_repo(const std::string& relative) const {
 
 std::string HubFolder::name_of(const std::string& relative) const { return name() + "/" + relative; }
 
-std::string HubFolder::url_of(const std::string& relative) const {
-    return endpoint_ + "/" + percent_encode(address_.repo, "/") + "/resolve/" + percent_encode(address_.revision) +
-           "/" + percent_encode(in_repo(relative), "/");
+std::string HubFolder::url_of(const std::string& relative, const std::string& revision) const {
+    return endpoint_ + "/" + percent_encode(address_.repo, "/") + "/resolve/" + percent_encode(revision) + "/" +
+           percent_encode(in_repo(relative), "/");
 }
 
 std::shared_ptr<const SourceObject> HubFolder::open_if_exists(const std::string& relative) const {
-    auto object = RemoteObject::open(context_, name_of(relative), url_of(relative));
+    const std::string name = name_of(relative);
+    auto object = RemoteObject::open(context_, name, url_of(relative, commit_->get(name)));
     if (object) {
         object->set_checksum_lookup([checksums = checksums_, path = in_repo(relative)](const RemoteObject& file) {
             try {
@@ -256,7 +310,8 @@ std::vector<std::string> HubFolder::list_all() const { return listing(true); }
 std::vector<std::string> HubFolder::listing(bool recursive) const {
     std::vector<std::string> names;
     const std::string prefix = address_.path.empty() ? "" : address_.path + "/";
-    for (const auto& entry : hub_tree(*context_, endpoint_, address_, address_.path, recursive, name())) {
+    const std::string commit = commit_->get(name());
+    for (const auto& entry : hub_tree(*context_, endpoint_, address_.repo, commit, address_.path, recursive, name())) {
         const std::string& text = entry["path"].get_ref<const std::string&>();
         if (!text.starts_with(prefix) || text.size() == prefix.size()) continue;
         // Without `recursive`, only the files directly in this folder, as a local folder's listing gives them.
@@ -270,7 +325,8 @@ std::vector<std::string> HubFolder::listing(bool recursive) const {
 unsigned HubFolder::parallel_reads() const { return kRemoteParallelReads; }
 
 std::string HubFolder::missing(const std::string& relative) const {
-    return "not found on the Hub (HTTP 404 from " + without_credentials(url_of(relative)) + ")";
+    const std::string url = url_of(relative, commit_->get(name_of(relative)));  // pinned by the open that failed
+    return "not found on the Hub (HTTP 404 from " + without_credentials(url) + ")";
 }
 
 }  // namespace tensorfs::remote

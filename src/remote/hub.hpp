@@ -3,6 +3,10 @@
 //   files     ENDPOINT/ORG/REPO/resolve/REVISION/PATH     (the Hub redirects to a CDN host that serves the bytes)
 //   listings  ENDPOINT/api/models/ORG/REPO/tree/REVISION[/PATH][?recursive=true]   (JSON: [{"type", "path",
 //             "size"}, ...], in pages linked by the Link header)
+//   commits   ENDPOINT/api/models/ORG/REPO/revision/REVISION   (JSON: {"sha": COMMIT, ...})
+// A branch or tag is resolved to its commit once, at the first request, and every listing and file after uses that
+// commit, as huggingface_hub pins a download to X-Repo-Commit: a push while a mount is up never mixes two commits'
+// files, and `prefetch --verify` checks bytes against the listing of the commit they came from.
 // ENDPOINT is $HF_ENDPOINT, default https://huggingface.co. The token is $HF_TOKEN, else the file $HF_HOME/token
 // (default ~/.cache/huggingface/token), sent as a bearer token to ENDPOINT's origin only.
 #pragma once
@@ -31,6 +35,7 @@ std::string hub_endpoint();
 std::optional<std::string> hub_token();
 
 class LfsChecksums;
+class PinnedCommit;
 
 // A folder of a Hub repo (its root when `address.path` is empty).
 class HubFolder : public SourceFolder {
@@ -49,11 +54,13 @@ private:
     // The files of this folder (`recursive`: with its subfolders'), from the Hub's tree API, page after page.
     std::vector<std::string> listing(bool recursive) const;
     std::string in_repo(const std::string& relative) const;
-    std::string url_of(const std::string& relative) const;
+    // The URL of a file at `revision` (the pinned commit, or the revision as given for messages).
+    std::string url_of(const std::string& relative, const std::string& revision) const;
 
     std::shared_ptr<RemoteContext> context_;
     std::string endpoint_;
     HubAddress address_;
+    std::shared_ptr<PinnedCommit> commit_;
     std::shared_ptr<LfsChecksums> checksums_;  // for the objects it opens, which may outlive it
 };
 

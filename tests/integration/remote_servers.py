@@ -31,6 +31,12 @@ OPENSSL = "/usr/bin/openssl"
 PR_SET_PDEATHSIG = 1
 HUB_REPO = "test-org/vectors"
 HUB_REVISION = "main"
+# The commit the branch names (the Hub's /api/models/REPO/revision/main answers it): files and listings are served
+# at both, as on the Hub.
+HUB_COMMIT = hashlib.sha1(b"tensorfs test repos").hexdigest()
+# test-org/moving: a branch that a test moves from one commit to the next, as a push does.
+MOVING_REPO = "test-org/moving"
+MOVING_COMMITS = tuple(hashlib.sha1(b"tensorfs moving %d" % i).hexdigest() for i in (1, 2))
 # Who may read nginx's /private/ (the vectors behind HTTP basic auth).
 BASIC_USER = "alice"
 BASIC_PASSWORD = "pw-s3cr3t-9f2"
@@ -105,13 +111,52 @@ def recursive_listing(data, relative):
     return entries
 
 
+def publish_revision(root, repo, commit):
+    """Makes `main` of `repo` name `commit`, whose files and listings are already laid out under `root`: the
+    revision answer, and `main` as another name of the commit's files and listings (a symlink, swapped at once)."""
+    answer = os.path.join(root, "api", "models", repo, "revision", HUB_REVISION)
+    os.makedirs(os.path.dirname(answer), exist_ok=True)
+    with open(answer + ".new", "w") as f:
+        json.dump({"id": repo, "sha": commit}, f)
+    os.replace(answer + ".new", answer)
+    for folder in (os.path.join(root, "files", repo), os.path.join(root, "api", "models", repo, "tree")):
+        os.symlink(commit, os.path.join(folder, "main.new"))
+        os.replace(os.path.join(folder, "main.new"), os.path.join(folder, HUB_REVISION))
+
+
+def move_branch(repo, commit):
+    """A push to `repo` (test-org/moving) while the servers run: its `main` names `commit` from now on."""
+    publish_revision(os.path.join(nginx().folder, "hub"), repo, commit)
+
+
+def moving_layout(root):
+    """test-org/moving: two commits of one model.safetensors (a 3 MiB tensor, more than the block a mount reads its
+    header with), the same header and different bytes, with main at the first."""
+    header = json.dumps({"w": {"dtype": "U8", "shape": [3 << 20], "data_offsets": [0, 3 << 20]}}).encode()
+    header += b" " * (-len(header) % 8)
+    for number, commit in enumerate(MOVING_COMMITS):
+        files = os.path.join(root, "files", MOVING_REPO, commit)
+        os.makedirs(files)
+        path = os.path.join(files, "model.safetensors")
+        with open(path, "wb") as f:
+            f.write(len(header).to_bytes(8, "little") + header + bytes([number + 1]) * (3 << 20))
+        listing = os.path.join(root, "api", "models", MOVING_REPO, "tree", commit)
+        os.makedirs(listing)
+        entries = [file_entry(path, "model.safetensors")]
+        for name, listed in (("tree.json", entries), ("recursive1.json", entries), ("recursive2.json", [])):
+            with open(os.path.join(listing, name), "w") as f:
+                json.dump(listed, f)
+    publish_revision(root, MOVING_REPO, MOVING_COMMITS[0])
+
+
 def hub_layout(root, data):
-    """The files of `data` under `root/files/ORG/REPO/REV/` (symlinks) and the Hub's tree listings of every folder
-    under `root/api/models/ORG/REPO/tree/REV[/PATH]/tree.json`, and the same with `recursive` in two pages
-    (`recursive1.json`, `recursive2.json`); and test-org/paged, the files of safetensors/sharded with their listing
-    in two pages (`root/paged/page1.json`, `page2.json`), and test-org/odd, the same among odd listing entries."""
-    files = os.path.join(root, "files", HUB_REPO, HUB_REVISION)
-    listings = os.path.join(root, "api", "models", HUB_REPO, "tree", HUB_REVISION)
+    """The files of `data` under `root/files/ORG/REPO/COMMIT/` (symlinks) and the Hub's tree listings of every folder
+    under `root/api/models/ORG/REPO/tree/COMMIT[/PATH]/tree.json`, and the same with `recursive` in two pages
+    (`recursive1.json`, `recursive2.json`), with `main` naming the commit; and test-org/paged, the files of
+    safetensors/sharded with their listing in two pages (`root/paged/page1.json`, `page2.json`), test-org/odd, the
+    same among odd listing entries, and test-org/moving (moving_layout)."""
+    files = os.path.join(root, "files", HUB_REPO, HUB_COMMIT)
+    listings = os.path.join(root, "api", "models", HUB_REPO, "tree", HUB_COMMIT)
     for folder, subfolders, names in os.walk(data):
         relative = os.path.relpath(folder, data)
         relative = "" if relative == "." else relative
@@ -135,7 +180,9 @@ def hub_layout(root, data):
             paged = os.path.join(root, "files", "test-org", "paged")
             os.makedirs(os.path.join(root, "paged"), exist_ok=True)
             os.makedirs(paged, exist_ok=True)
-            os.symlink(folder, os.path.join(paged, HUB_REVISION))
+            os.symlink(folder, os.path.join(paged, HUB_COMMIT))
+            os.makedirs(os.path.join(root, "api", "models", "test-org", "paged", "tree"))
+            publish_revision(root, "test-org/paged", HUB_COMMIT)
             listed = [dict(e, path=os.path.basename(e["path"])) for e in entries if e["type"] == "file"]
             for page, part in (("page1.json", listed[:len(listed) // 2]), ("page2.json", listed[len(listed) // 2:])):
                 with open(os.path.join(root, "paged", page), "w") as f:
@@ -144,12 +191,15 @@ def hub_layout(root, data):
             # that is not quite the Hub), which must be passed over.
             odd = os.path.join(root, "files", "test-org", "odd")
             os.makedirs(odd, exist_ok=True)
-            os.symlink(folder, os.path.join(odd, HUB_REVISION))
-            odd_listing = os.path.join(root, "api", "models", "test-org", "odd", "tree", HUB_REVISION)
+            os.symlink(folder, os.path.join(odd, HUB_COMMIT))
+            odd_listing = os.path.join(root, "api", "models", "test-org", "odd", "tree", HUB_COMMIT)
             os.makedirs(odd_listing, exist_ok=True)
             with open(os.path.join(odd_listing, "tree.json"), "w") as f:
                 json.dump(listed + ["a string", 5, {"type": 5, "path": "a.json"}, {"type": ["file"], "path": "b"},
                                     {"type": "file", "path": 7}, {"type": "file"}], f)
+            publish_revision(root, "test-org/odd", HUB_COMMIT)
+    publish_revision(root, HUB_REPO, HUB_COMMIT)
+    moving_layout(root)
 
 
 class Nginx:
@@ -225,13 +275,14 @@ http {{
                 add_header Link '<http://127.0.0.1:{self.hub}$listing?recursive=true&cursor=2>; rel="next"';
                 rewrite ^(.*)$ $1/recursive1.json break;
             }}
-            try_files $uri/tree.json =404;
+            # a listing (tree/REV[/PATH]), else a revision's answer (revision/REV)
+            try_files $uri/tree.json $uri =404;
         }}
         # A repository whose listing comes in two pages, as the Hub pages long listings (Link: <next>; rel="next").
-        location = /api/models/test-org/paged/tree/main {{
+        location ~ ^(?<paged_listing>/api/models/test-org/paged/tree/[^/]+)$ {{
             default_type application/json;
             if ($arg_cursor = "") {{
-                add_header Link '<http://127.0.0.1:{self.hub}/api/models/test-org/paged/tree/main?cursor=2>; rel="next"';
+                add_header Link '<http://127.0.0.1:{self.hub}$paged_listing?cursor=2>; rel="next"';
                 rewrite ^ /paged/page1.json break;
             }}
             rewrite ^ /paged/page2.json break;

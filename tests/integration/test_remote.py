@@ -474,6 +474,41 @@ class HubCredentials(unittest.TestCase):
                     self.assertNotIn(self.SECRET, line)
 
 
+class HubCommits(unittest.TestCase):
+    """A branch is resolved to its commit at the first request, and every file and listing after comes from that
+    commit: a push while a mount is up changes nothing it serves, as huggingface_hub pins a download."""
+
+    def setUp(self):
+        remote_servers.use_remote_environment()
+
+    def read_tensor(self, mount):
+        with open(os.path.join(mount.path, "w", "raw"), "rb") as f:
+            return f.read()
+
+    def test_a_push_while_mounted_changes_nothing_the_mount_serves(self):
+        first, second = remote_servers.MOVING_COMMITS
+        self.addCleanup(remote_servers.move_branch, remote_servers.MOVING_REPO, first)
+        source = f"hf://{remote_servers.MOVING_REPO}"
+        with Mount(source) as m:
+            # The mount read the header and the start of the tensor; the rest is fetched after the push.
+            remote_servers.move_branch(remote_servers.MOVING_REPO, second)
+            self.assertEqual(self.read_tensor(m), bytes([1]) * (3 << 20))
+        with Mount(source) as m:
+            self.assertEqual(self.read_tensor(m), bytes([2]) * (3 << 20))
+
+    def test_a_commit_is_used_as_given(self):
+        first, second = remote_servers.MOVING_COMMITS
+        with Mount(f"hf://{remote_servers.MOVING_REPO}@{second}") as m:
+            self.assertEqual(self.read_tensor(m), bytes([2]) * (3 << 20))
+
+    def test_an_unknown_revision_is_one_clear_line(self):
+        source = f"hf://{remote_servers.MOVING_REPO}@no-such-branch"
+        result = run("ls", source)
+        self.assertEqual(result.returncode, 1)
+        [line] = result.stderr.splitlines()
+        self.assertTrue(line.startswith(f"tensorfs: {source}: no such repository or revision on the Hub"), line)
+
+
 class SourceErrors(unittest.TestCase):
     """One line naming the URL and the server's reason, exit status 1, nothing mounted."""
 
