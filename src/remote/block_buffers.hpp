@@ -4,7 +4,8 @@
 // buffer filled by one fetch thread and freed by the reader or the disk writer goes back to that thread's arena.
 // Each arena then keeps its own high-water mark of freed buffers: during a cold 1 GiB load the daemon held
 // 260-380 MiB with 128 MiB of blocks accounted, against 200-250 MiB with every buffer mapped. The buffers kept
-// for reuse spare the page faults of mapping a fresh one for most blocks of a sequential load.
+// for reuse spare the page faults of mapping a fresh one: on a virtual machine that hands freed memory back to its
+// host, the first touch of a page costs about ten times a reused one (docs/benchmarks.md, row L1n).
 #pragma once
 
 #include <cstddef>

@@ -35,8 +35,9 @@ RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentia
       max_connections_(std::clamp(options.max_connections, 1u, kMostConnections)),
       memory_budget_(std::max(options.memory_budget, kLeastBudget)),
       readahead_limit_(std::min(options.readahead, memory_budget_ / 2)),
-      // Freed buffers kept for reuse: an eighth of the budget, outside it (they hold no block).
-      buffers_(std::make_shared<BlockBuffers>(kBlockBytes, memory_budget_ / 8)) {
+      // Freed buffers are kept for reuse up to the budget: a buffer is mapped only when none is kept, so the
+      // buffers mapped never outnumber the most held at once, and a cold load stops mapping after its start.
+      buffers_(std::make_shared<BlockBuffers>(kBlockBytes, memory_budget_)) {
     counters_->memory_budget.set(static_cast<std::int64_t>(memory_budget_));
     counters_->max_connections.set(max_connections_);
     counters_->readahead_limit.set(static_cast<std::int64_t>(readahead_limit_));
