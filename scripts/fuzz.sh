@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of tests/fuzz with clang, ASan and UBSan, and runs each for a bounded time.
+# Builds the libFuzzer targets of tests/fuzz with clang, ASan and UBSan, and runs each for a bounded time, one per
+# core at a time.
 # Exits non-zero when any target finds a crash, a sanitizer report, a leak, a timeout or an out-of-memory.
 #
 # usage: scripts/fuzz.sh [SECONDS_PER_TARGET [TARGET...]]     (default: 60 s, every target)
@@ -63,19 +64,17 @@ max_len_of() {
   esac
 }
 
-failed=()
-for target in "${targets[@]}"; do
-  seeds="$build/seeds/$target"
-  corpus="$build/corpus/$target"
-  artifacts="$build/artifacts/$target/"
-  regressions="tests/data/fuzz-regressions/$target"
+# Runs one target for `seconds`; its statistics or, on a finding, its log's end go to the output in one piece.
+run_target() {
+  local target=$1
+  local seeds="$build/seeds/$target" corpus="$build/corpus/$target" artifacts="$build/artifacts/$target/"
+  local regressions="tests/data/fuzz-regressions/$target"
   rm -rf "$seeds"
   mkdir -p "$seeds" "$corpus" "$artifacts"
   seeds_of "$target" | while read -r file; do cp "$file" "$seeds/"; done
-  inputs=("$corpus" "$seeds")
+  local inputs=("$corpus" "$seeds")
   [ -d "$regressions" ] && inputs+=("$regressions")
 
-  echo "== $target: ${seconds}s"
   # -timeout: seconds one input may take; -rss_limit_mb: the whole process; -malloc_limit_mb: one allocation,
   # which no input of at most a few MiB can justify at this size (a header number sizing an allocation).
   if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=0 \
@@ -83,13 +82,29 @@ for target in "${targets[@]}"; do
      "$build/tests/fuzz/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 \
        -max_len="$(max_len_of "$target")" -print_final_stats=1 -artifact_prefix="$artifacts" "${inputs[@]}" \
        >"$build/$target.log" 2>&1; then
-    grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+.*DONE)' "$build/$target.log" || true
+    echo "== $target: ${seconds}s
+$(grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+.*DONE)' "$build/$target.log")"
   else
-    echo "$target FAILED: see $build/$target.log; inputs in $artifacts" >&2
-    tail -n 40 "$build/$target.log" >&2
-    failed+=("$target")
+    echo "== $target FAILED: see $build/$target.log; inputs in $artifacts
+$(tail -n 40 "$build/$target.log")" >&2
+    return 1
   fi
+}
+
+# One target per core at a time: each libFuzzer process is single-threaded.
+declare -A target_of=()
+failed=()
+finish_one() {
+  local finished
+  wait -n -p finished || failed+=("${target_of[$finished]}")
+  unset "target_of[$finished]"
+}
+for target in "${targets[@]}"; do
+  [ ${#target_of[@]} -lt "$(nproc)" ] || finish_one
+  run_target "$target" &
+  target_of[$!]=$target
 done
+while [ ${#target_of[@]} -gt 0 ]; do finish_one; done
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzzing failed: ${failed[*]}" >&2
