@@ -15,7 +15,9 @@ the same round, on a model of 64 BF16 tensors of 16 MiB (1 GiB at --scale 1) ser
   `curl --aws-sigv4` of consecutive ranges of it at once (the parallel-range loader aria2c is for HTTP, which
   cannot sign)
 - beside them, without targets, what bounds them: the capped and uncapped cold cats and the S3 one again without the
-  disk cache (`--disk-cache-size 0`), and the mount of the local file against the uncapped curl (FUSE's own ceiling)
+  disk cache (`--disk-cache-size 0`), the mount of the local file against the uncapped curl (FUSE's own ceiling),
+  and the machine's cost of new page cache: the model's bytes written to a new file against aria2c, and that write
+  on memory just freed against the same write on memory the machine had handed back to its host (quiet_machine)
 
 aria2c and rclone are Debian's (`apt-get install aria2 rclone`), installed here when missing: only this benchmark
 needs them."""
@@ -105,14 +107,43 @@ http {{
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def quiet_disk():
+REPORTED_MEMORY = "/sys/module/page_reporting/parameters/reported_kib"
+
+
+def settle_memory(still=1.0, bound=30.0):
+    """Waits until a virtual machine has handed the memory freed so far back to its host (Linux free page reporting,
+    which a balloon device enables): until its count of reported memory has not moved for `still` seconds. The
+    first touch of such memory costs the guest about ten times that of a page just freed (row L1n), so without this
+    a row's time would depend on how long ago the row before it freed its own memory. After it, every row pays for
+    all the memory it takes. Machines without free page reporting return at once."""
+    def reported():
+        try:
+            with open(REPORTED_MEMORY) as f:
+                return int(f.read())
+        except (OSError, ValueError):
+            return None
+
+    last = reported()
+    if last is None:
+        return
+    started = unchanged_since = time.monotonic()
+    while time.monotonic() - started < bound and time.monotonic() - unchanged_since < still:
+        time.sleep(0.1)
+        now = reported()
+        if now != last:
+            last, unchanged_since = now, time.monotonic()
+
+
+def quiet_machine():
     """Writes out what earlier rows left dirty (gigabytes of disk cache, aria2c's and rclone's files), so that the
-    kernel's write-back of one row does not land in the time of the next: each row's own writes still count."""
+    kernel's write-back of one row does not land in the time of the next, and lets the memory they freed settle:
+    each row's own writes and memory still count."""
     os.sync()
+    settle_memory()
 
 
 def seconds_of(command, **kwargs):
-    quiet_disk()
+    quiet_machine()
     started = time.monotonic()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, **kwargs)
     return time.monotonic() - started
@@ -169,6 +200,29 @@ class Load:
                               "-o", "model.safetensors", url])
         shutil.rmtree(out)
         return elapsed
+
+    def new_file_seconds(self):
+        """Seconds to write the model's size to a new file (in 8 MiB writes, as aria2c does and as the disk cache
+        stores blocks, with nothing else running): first after quiet_machine(), then again at once, on the memory
+        the first file freed. Returns both."""
+        chunk = np.random.default_rng(1).integers(0, 256, 8 * MIB, dtype=np.uint8).tobytes()
+
+        def write_new_file():
+            path = os.path.join(self.bench.work, "new-file")
+            started = time.monotonic()
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                for offset in range(0, self.size, len(chunk)):
+                    os.pwrite(fd, chunk[:self.size - offset], offset)
+            finally:
+                os.close(fd)
+            elapsed = time.monotonic() - started
+            os.remove(path)
+            return elapsed
+
+        quiet_machine()
+        on_settled_memory = write_new_file()
+        return on_settled_memory, write_new_file()
 
     def curl(self, url):
         return seconds_of(["curl", "-sf", "-o", "/dev/null", url])
@@ -263,7 +317,7 @@ class S3Store:
         """S3_RANGES `curl --aws-sigv4` of consecutive ranges covering the object, all at once."""
         import bench_s3
         part = -(-size // S3_RANGES)
-        quiet_disk()
+        quiet_machine()
         started = time.monotonic()
         processes = []
         for offset in range(0, size, part):
@@ -311,7 +365,7 @@ def run(bench, scale):
     through_proxy = f"http://127.0.0.1:{proxy.port}/model.safetensors"
     rows = {key: [] for key in ("cat", "raws", "source", "uncapped", "delay", "warm", "prefetch", "rclone",
                                 "rclone_warm", "touch", "rss", "s3", "cat_no_disk", "local_curl", "uncapped_no_disk",
-                                "s3_no_disk")}
+                                "s3_no_disk", "new_file", "reused_memory")}
     try:
         s3 = S3Store(model)
         bench.warm(model)
@@ -342,6 +396,9 @@ def run(bench, scale):
             cat_no_disk, cache = load.cold_cat(capped, *NO_DISK_CACHE)
             shutil.rmtree(cache)
             rows["cat_no_disk"].append((aria, cat_no_disk))
+            new_file, new_file_again = load.new_file_seconds()
+            rows["new_file"].append((aria, new_file))
+            rows["reused_memory"].append((new_file, new_file_again))
             proxy.delay = 0
             undelayed, cache = load.cold_cat(through_proxy)
             shutil.rmtree(cache)
@@ -389,3 +446,5 @@ def run(bench, scale):
     speed_row("L3x. mount of the local file, first pass (FUSE alone) / one curl", "local_curl", "")
     speed_row("L3y. cold cat, uncapped, no disk cache / one curl", "uncapped_no_disk", "")
     speed_row("L10x. cold cat from S3, no disk cache / the same curl ranges", "s3_no_disk", "")
+    speed_row("L1m. the model's bytes written to a new file (no network) / aria2c -x16", "new_file", "")
+    speed_row("L1n. that write on memory just freed / on memory handed back to the host", "reused_memory", "")
