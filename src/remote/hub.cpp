@@ -290,6 +290,9 @@ std::shared_ptr<const SourceObject> HubFolder::open_if_exists(const std::string&
     const std::string name = name_of(relative);
     auto object = RemoteObject::open(context_, name, url_of(relative, commit_->get(name)));
     if (object) {
+        // Cached under the revision as given, with the file's ETag (its content's hash on the Hub): a push that
+        // leaves a file alone leaves its cached blocks in use.
+        object->set_cache_address(url_of(relative, address_.revision));
         object->set_checksum_lookup([checksums = checksums_, path = in_repo(relative)](const RemoteObject& file) {
             try {
                 return checksums->of(path);

@@ -116,6 +116,7 @@ RemoteObject::RemoteObject(std::shared_ptr<RemoteContext> context, std::string n
     : SourceObject(std::move(name), identity.size, identity.modified),
       context_(std::move(context)),
       url_(std::move(url)),
+      cache_address_(url_),
       identity_(std::move(identity)),
       serial_(context_->next_serial()),
       head_(std::move(head)),
@@ -533,8 +534,8 @@ const std::optional<std::filesystem::path>& RemoteObject::cache_folder() const {
         const std::string identity =
             identity_.etag.empty() ? "last-modified " + identity_.last_modified : "etag " + identity_.etag;
         // The URL without a password in it: the key is a file on disk, and `tensorfs cache ls` shows it.
-        cache_folder_ = context_->disk().object_folder(without_credentials(url_) + "\n" + identity + "\nsize " +
-                                                       std::to_string(size()) + "\nblock " +
+        cache_folder_ = context_->disk().object_folder(without_credentials(cache_address_) + "\n" + identity +
+                                                       "\nsize " + std::to_string(size()) + "\nblock " +
                                                        std::to_string(kBlockBytes) + "\n");
     });
     return cache_folder_;

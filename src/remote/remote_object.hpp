@@ -83,6 +83,11 @@ public:
     std::optional<ChecksumCheck> check_published_checksum() const override;
     void evict_cached() const override;
 
+    // The URL the disk cache files its blocks under (with the identity), when requests go to one that changes with
+    // something the bytes do not: the Hub's commit, so that a file a push left alone keeps its cached blocks. Set by
+    // the folder that opened the object, before anyone reads it; the request URL by default.
+    void set_cache_address(std::string url) { cache_address_ = std::move(url); }
+
     const std::string& url() const { return url_; }
     const std::string& etag() const { return identity_.etag; }
 
@@ -127,6 +132,7 @@ private:
 
     std::shared_ptr<RemoteContext> context_;
     const std::string url_;
+    std::string cache_address_;
     const Identity identity_;
     const std::uint64_t serial_;
     ChecksumLookup checksum_lookup_;

@@ -34,9 +34,9 @@ HUB_REVISION = "main"
 # The commit the branch names (the Hub's /api/models/REPO/revision/main answers it): files and listings are served
 # at both, as on the Hub.
 HUB_COMMIT = hashlib.sha1(b"tensorfs test repos").hexdigest()
-# test-org/moving: a branch that a test moves from one commit to the next, as a push does.
+# test-org/moving: a branch that a test moves from one commit to another, as a push does (moving_layout).
 MOVING_REPO = "test-org/moving"
-MOVING_COMMITS = tuple(hashlib.sha1(b"tensorfs moving %d" % i).hexdigest() for i in (1, 2))
+MOVING_COMMITS = tuple(hashlib.sha1(b"tensorfs moving %d" % i).hexdigest() for i in (1, 2, 3))
 # Who may read nginx's /private/ (the vectors behind HTTP basic auth).
 BASIC_USER = "alice"
 BASIC_PASSWORD = "pw-s3cr3t-9f2"
@@ -130,23 +130,33 @@ def move_branch(repo, commit):
 
 
 def moving_layout(root):
-    """test-org/moving: two commits of one model.safetensors (a 3 MiB tensor, more than the block a mount reads its
-    header with), the same header and different bytes, with main at the first."""
+    """test-org/moving: three commits of one model.safetensors (a 3 MiB tensor, more than the block a mount reads
+    its header with), with main at the first. The second changes the tensor's bytes (the header stays); the third
+    leaves the file as the first has it (the same file: the same ETag) and adds a README.md."""
     header = json.dumps({"w": {"dtype": "U8", "shape": [3 << 20], "data_offsets": [0, 3 << 20]}}).encode()
     header += b" " * (-len(header) % 8)
-    for number, commit in enumerate(MOVING_COMMITS):
-        files = os.path.join(root, "files", MOVING_REPO, commit)
-        os.makedirs(files)
-        path = os.path.join(files, "model.safetensors")
+    first, second, third = MOVING_COMMITS
+    for commit in MOVING_COMMITS:
+        os.makedirs(os.path.join(root, "files", MOVING_REPO, commit))
+    for number, commit in enumerate((first, second)):
+        path = os.path.join(root, "files", MOVING_REPO, commit, "model.safetensors")
         with open(path, "wb") as f:
             f.write(len(header).to_bytes(8, "little") + header + bytes([number + 1]) * (3 << 20))
+        # Files of different bytes get different ETags, as on the Hub (nginx's is mtime-size).
+        os.utime(path, (1_700_000_000 + number, 1_700_000_000 + number))
+    os.link(os.path.join(root, "files", MOVING_REPO, first, "model.safetensors"),
+            os.path.join(root, "files", MOVING_REPO, third, "model.safetensors"))
+    with open(os.path.join(root, "files", MOVING_REPO, third, "README.md"), "w") as f:
+        f.write("# moving\n")
+    for commit in MOVING_COMMITS:
+        files = os.path.join(root, "files", MOVING_REPO, commit)
+        entries = [file_entry(os.path.join(files, name), name) for name in sorted(os.listdir(files))]
         listing = os.path.join(root, "api", "models", MOVING_REPO, "tree", commit)
         os.makedirs(listing)
-        entries = [file_entry(path, "model.safetensors")]
         for name, listed in (("tree.json", entries), ("recursive1.json", entries), ("recursive2.json", [])):
             with open(os.path.join(listing, name), "w") as f:
                 json.dump(listed, f)
-    publish_revision(root, MOVING_REPO, MOVING_COMMITS[0])
+    publish_revision(root, MOVING_REPO, first)
 
 
 def hub_layout(root, data):

@@ -486,7 +486,7 @@ class HubCommits(unittest.TestCase):
             return f.read()
 
     def test_a_push_while_mounted_changes_nothing_the_mount_serves(self):
-        first, second = remote_servers.MOVING_COMMITS
+        first, second, _ = remote_servers.MOVING_COMMITS
         self.addCleanup(remote_servers.move_branch, remote_servers.MOVING_REPO, first)
         source = f"hf://{remote_servers.MOVING_REPO}"
         with Mount(source) as m:
@@ -497,9 +497,26 @@ class HubCommits(unittest.TestCase):
             self.assertEqual(self.read_tensor(m), bytes([2]) * (3 << 20))
 
     def test_a_commit_is_used_as_given(self):
-        first, second = remote_servers.MOVING_COMMITS
+        second = remote_servers.MOVING_COMMITS[1]
         with Mount(f"hf://{remote_servers.MOVING_REPO}@{second}") as m:
             self.assertEqual(self.read_tensor(m), bytes([2]) * (3 << 20))
+
+    def test_a_file_a_push_left_alone_keeps_its_cached_blocks(self):
+        first, _, third = remote_servers.MOVING_COMMITS
+        self.addCleanup(remote_servers.move_branch, remote_servers.MOVING_REPO, first)
+        source = f"hf://{remote_servers.MOVING_REPO}"
+        cache = tempfile.mkdtemp(dir=os.environ["XDG_CACHE_HOME"])
+        m = Mount(source, "--cache-dir", cache).__enter__()
+        self.read_tensor(m)
+        m.__exit__(None, None, None)
+        # The daemon writes the blocks it still holds to the disk cache before it ends.
+        self.assertTrue(wait_until(lambda: not daemon_pids(m.path)), "the daemon outlived its mount")
+        remote_servers.move_branch(remote_servers.MOVING_REPO, third)
+        with Mount(source, "--cache-dir", cache) as m:
+            self.assertTrue(os.path.exists(os.path.join(m.path, "source", "README.md")))  # of the third commit
+            before = stats_of(m)["bytes_fetched"]
+            self.assertEqual(self.read_tensor(m), bytes([1]) * (3 << 20))
+            self.assertEqual(stats_of(m)["bytes_fetched"], before)
 
     def test_an_unknown_revision_is_one_clear_line(self):
         source = f"hf://{remote_servers.MOVING_REPO}@no-such-branch"
