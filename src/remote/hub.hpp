@@ -1,9 +1,9 @@
 // The Hugging Face Hub's own addressing, as its client libraries use it:
 //   hf://ORG/REPO[@REVISION][/PATH]
-//   files     ENDPOINT/ORG/REPO/resolve/REVISION/PATH     (the Hub redirects to a CDN host that serves the bytes)
-//   listings  ENDPOINT/api/models/ORG/REPO/tree/REVISION[/PATH][?recursive=true]   (JSON: [{"type", "path",
-//             "size"}, ...], in pages linked by the Link header)
 //   commits   ENDPOINT/api/models/ORG/REPO/revision/REVISION   (JSON: {"sha": COMMIT, ...})
+//   files     ENDPOINT/ORG/REPO/resolve/COMMIT/PATH     (the Hub redirects to a CDN host that serves the bytes)
+//   listings  ENDPOINT/api/models/ORG/REPO/tree/COMMIT[/PATH][?recursive=true]   (JSON: [{"type", "path",
+//             "size"}, ...], in pages linked by the Link header)
 // A branch or tag is resolved to its commit once, at the first request, and every listing and file after uses that
 // commit, as huggingface_hub pins a download to X-Repo-Commit: a push while a mount is up never mixes two commits'
 // files, and `prefetch --verify` checks bytes against the listing of the commit they came from.
@@ -54,7 +54,7 @@ private:
     // The files of this folder (`recursive`: with its subfolders'), from the Hub's tree API, page after page.
     std::vector<std::string> listing(bool recursive) const;
     std::string in_repo(const std::string& relative) const;
-    // The URL of a file at `revision` (the pinned commit, or the revision as given for messages).
+    // The URL of a file at `revision`: the pinned commit to read it, the revision as given to key its cached blocks.
     std::string url_of(const std::string& relative, const std::string& revision) const;
 
     std::shared_ptr<RemoteContext> context_;

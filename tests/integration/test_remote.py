@@ -506,9 +506,8 @@ class HubCommits(unittest.TestCase):
         self.addCleanup(remote_servers.move_branch, remote_servers.MOVING_REPO, first)
         source = f"hf://{remote_servers.MOVING_REPO}"
         cache = tempfile.mkdtemp(dir=os.environ["XDG_CACHE_HOME"])
-        m = Mount(source, "--cache-dir", cache).__enter__()
-        self.read_tensor(m)
-        m.__exit__(None, None, None)
+        with Mount(source, "--cache-dir", cache) as m:
+            self.read_tensor(m)
         # The daemon writes the blocks it still holds to the disk cache before it ends.
         self.assertTrue(wait_until(lambda: not daemon_pids(m.path)), "the daemon outlived its mount")
         remote_servers.move_branch(remote_servers.MOVING_REPO, third)
