@@ -81,17 +81,21 @@ class Peers:
         return self.bench.timed("random", self.source, self.offset, self.length, RANDOM_READS)
 
     def one_round(self, command, path, offset):
-        """One file system's (speed, pread's speed) in each column."""
+        """One file system's (speed, pread's speed) in each column. Each mount is undone also when a read fails."""
         pairs = []
         mountpoint = self.mounted(command)
-        file = os.path.join(mountpoint, path)
-        for _ in range(2):  # first and second pass
-            pairs.append((self.bench.timed("seq", file, offset, self.length), self.pread("seq")))
-        self.bench.unmount(mountpoint)
+        try:
+            file = os.path.join(mountpoint, path)
+            for _ in range(2):  # first and second pass
+                pairs.append((self.bench.timed("seq", file, offset, self.length), self.pread("seq")))
+        finally:
+            self.bench.unmount(mountpoint)
         mountpoint = self.mounted(command)
-        speed = self.bench.timed("random", os.path.join(mountpoint, path), offset, self.length, RANDOM_READS)
+        try:
+            speed = self.bench.timed("random", os.path.join(mountpoint, path), offset, self.length, RANDOM_READS)
+        finally:
+            self.bench.unmount(mountpoint)
         pairs.append((speed, self.pread("random")))
-        self.bench.unmount(mountpoint)
         return pairs
 
     def measure(self):
