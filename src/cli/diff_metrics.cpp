@@ -12,8 +12,8 @@ namespace {
 // through the vector loop, the others one position at a time.
 constexpr std::size_t kRun = 64;
 
-// Four lanes of float32 and float64. GCC and clang lower these to whatever vectors the target has: the "avx2" clone
-// of the function below runs them in ymm registers, the default one in pairs of xmm registers.
+// Four lanes of float32 and float64. GCC and clang lower these to whatever vectors the target has: the AVX2 version
+// of the loop below runs them in ymm registers, the baseline one in pairs of xmm registers.
 using Floats4 = float __attribute__((vector_size(16)));
 using Doubles4 = double __attribute__((vector_size(32)));
 using Ints4 = std::int32_t __attribute__((vector_size(16)));
@@ -49,22 +49,24 @@ void add_one(DiffSums& sums, float a, float b) {
     sums.sum_ab += da * db;
 }
 
-// By reference: a 32-byte vector passed by value changes the ABI between the AVX2 clone and the default one.
+// By reference: a 32-byte vector passed by value changes the ABI between the AVX2 version and the baseline one.
 double lanes_sum(const Doubles4& v) { return (v[0] + v[1]) + (v[2] + v[3]); }
 
 }  // namespace
 
-// The hot loop of `diff`: it must keep up with the decoders, hence the vectors, the AVX2 clone, and two sets of
-// accumulators (eight positions a step) so that each sum waits on its previous add half as often.
-__attribute__((target_clones("avx2", "default"))) void DiffSums::add(const float* a, const float* b,
-                                                                     std::size_t count) {
+namespace {
+
+// The hot loop of `diff`: it must keep up with the decoders, hence the vectors, an AVX2 version, and two sets of
+// accumulators (eight positions a step) so that each sum waits on its previous add half as often. Inlined into
+// each version below, which differ only in the instructions the compiler may use.
+[[gnu::always_inline]] inline void add_positions(DiffSums& sums, const float* a, const float* b, std::size_t count) {
     constexpr int kSets = 2;
     Doubles4 sq_diff[kSets]{}, sq_a[kSets]{}, sq_b[kSets]{}, ab[kSets]{}, max_abs[kSets]{};
     Ints4 differ{};
     std::size_t i = 0;
     for (; i + kRun <= count; i += kRun) {
         if (!run_is_finite(a + i, b + i, kRun)) {
-            for (std::size_t k = i; k < i + kRun; ++k) add_one(*this, a[k], b[k]);
+            for (std::size_t k = i; k < i + kRun; ++k) add_one(sums, a[k], b[k]);
             continue;
         }
         for (std::size_t k = i; k < i + kRun; k += 4 * kSets) {
@@ -84,18 +86,36 @@ __attribute__((target_clones("avx2", "default"))) void DiffSums::add(const float
                 ab[set] += da * db;
             }
         }
-        compared += kRun;
+        sums.compared += kRun;
     }
-    for (; i < count; ++i) add_one(*this, a[i], b[i]);
-    elements += count;
-    differing += static_cast<std::uint64_t>(differ[0]) + static_cast<std::uint64_t>(differ[1]) +
-                 static_cast<std::uint64_t>(differ[2]) + static_cast<std::uint64_t>(differ[3]);
-    sum_sq_diff += lanes_sum(sq_diff[0] + sq_diff[1]);
-    sum_sq_a += lanes_sum(sq_a[0] + sq_a[1]);
-    sum_sq_b += lanes_sum(sq_b[0] + sq_b[1]);
-    sum_ab += lanes_sum(ab[0] + ab[1]);
+    for (; i < count; ++i) add_one(sums, a[i], b[i]);
+    sums.elements += count;
+    sums.differing += static_cast<std::uint64_t>(differ[0]) + static_cast<std::uint64_t>(differ[1]) +
+                      static_cast<std::uint64_t>(differ[2]) + static_cast<std::uint64_t>(differ[3]);
+    sums.sum_sq_diff += lanes_sum(sq_diff[0] + sq_diff[1]);
+    sums.sum_sq_a += lanes_sum(sq_a[0] + sq_a[1]);
+    sums.sum_sq_b += lanes_sum(sq_b[0] + sq_b[1]);
+    sums.sum_ab += lanes_sum(ab[0] + ab[1]);
     const Doubles4 largest = max_abs[0] > max_abs[1] ? max_abs[0] : max_abs[1];
-    max_abs_diff = std::max({max_abs_diff, largest[0], largest[1], largest[2], largest[3]});
+    sums.max_abs_diff = std::max({sums.max_abs_diff, largest[0], largest[1], largest[2], largest[3]});
+}
+
+__attribute__((target("avx2"))) void add_positions_avx2(DiffSums& sums, const float* a, const float* b,
+                                                        std::size_t count) {
+    add_positions(sums, a, b, count);
+}
+
+void add_positions_baseline(DiffSums& sums, const float* a, const float* b, std::size_t count) {
+    add_positions(sums, a, b, count);
+}
+
+}  // namespace
+
+// Chosen here rather than with target_clones, which gcc and clang resolve differently for a member function
+// defined apart from its declaration (clang's build did not link; docs/ci.md).
+void DiffSums::add(const float* a, const float* b, std::size_t count) {
+    static const bool avx2 = __builtin_cpu_supports("avx2");
+    (avx2 ? add_positions_avx2 : add_positions_baseline)(*this, a, b, count);
 }
 
 void DiffSums::merge(const DiffSums& other) {
