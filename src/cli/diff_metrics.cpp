@@ -52,10 +52,6 @@ void add_one(DiffSums& sums, float a, float b) {
 // By reference: a 32-byte vector passed by value changes the ABI between the AVX2 version and the baseline one.
 double lanes_sum(const Doubles4& v) { return (v[0] + v[1]) + (v[2] + v[3]); }
 
-}  // namespace
-
-namespace {
-
 // The hot loop of `diff`: it must keep up with the decoders, hence the vectors, an AVX2 version, and two sets of
 // accumulators (eight positions a step) so that each sum waits on its previous add half as often. Inlined into
 // each version below, which differ only in the instructions the compiler may use.
