@@ -60,8 +60,22 @@ struct RemoteCounters {
     Gauge connection_rate;      // bytes per second of one connection while a range arrives, recent average
     Gauge link_rate;            // bytes per second of all fetches together while any is in flight, recent average
 
+    // The three memory gauges above, set and read as one: a reader never adds a figure from before a change to
+    // one from after it (a block moving from in flight to in memory would count twice). Set under the remote
+    // layer's lock, one writer at a time.
+    struct Memory {
+        std::int64_t in_flight = 0;
+        std::int64_t in_memory = 0;
+        std::int64_t queued_for_disk = 0;
+    };
+    void set_memory(const Memory& memory);
+    Memory memory() const;
+
     // The counters as a JSON object (the "remote" group of stats.json).
     nlohmann::ordered_json to_json() const;
+
+private:
+    std::atomic<std::uint64_t> memory_version_{0};  // odd while set_memory() writes
 };
 
 // How long reads took, counted in fixed buckets: lock-free, so every read may be counted.

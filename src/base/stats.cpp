@@ -32,7 +32,28 @@ nlohmann::ordered_json requests_json(const FuseRequestCounters& requests) {
 
 }  // namespace
 
+void RemoteCounters::set_memory(const Memory& memory) {
+    // A sequence lock: the version is odd while the gauges change, and a reader that saw it move reads again.
+    // Adding (not storing) keeps it even once writers are done, should two ever overlap.
+    memory_version_.fetch_add(1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    bytes_in_flight.set(memory.in_flight);
+    bytes_in_memory.set(memory.in_memory);
+    bytes_queued_for_disk.set(memory.queued_for_disk);
+    memory_version_.fetch_add(1, std::memory_order_release);
+}
+
+RemoteCounters::Memory RemoteCounters::memory() const {
+    for (;;) {
+        const std::uint64_t version = memory_version_.load(std::memory_order_acquire);
+        Memory memory{bytes_in_flight.get(), bytes_in_memory.get(), bytes_queued_for_disk.get()};
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (version % 2 == 0 && memory_version_.load(std::memory_order_relaxed) == version) return memory;
+    }
+}
+
 nlohmann::ordered_json RemoteCounters::to_json() const {
+    const Memory memory = this->memory();
     return {{"requests", requests.get()},
             {"bytes_fetched", bytes_fetched.get()},
             {"retries", retries.get()},
@@ -42,7 +63,7 @@ nlohmann::ordered_json RemoteCounters::to_json() const {
             {"readahead",
              {{"window_bytes", window_bytes.get()},
               {"connections_in_use", connections_in_use.get()},
-              {"bytes_in_flight", bytes_in_flight.get()},
+              {"bytes_in_flight", memory.in_flight},
               {"limit_bytes", readahead_limit.get()},
               {"max_connections", max_connections.get()},
               {"first_byte_us", first_byte_us.get()},
@@ -50,9 +71,9 @@ nlohmann::ordered_json RemoteCounters::to_json() const {
               {"connection_bytes_per_second", connection_rate.get()},
               {"link_bytes_per_second", link_rate.get()}}},
             {"memory",
-             {{"in_flight_bytes", bytes_in_flight.get()},
-              {"recent_blocks_bytes", bytes_in_memory.get()},
-              {"queued_for_disk_bytes", bytes_queued_for_disk.get()},
+             {{"in_flight_bytes", memory.in_flight},
+              {"recent_blocks_bytes", memory.in_memory},
+              {"queued_for_disk_bytes", memory.queued_for_disk},
               {"budget_bytes", memory_budget.get()}}}};
 }
 

@@ -87,7 +87,9 @@ bool RemoteContext::claim_ahead(std::uint64_t serial, std::uint64_t first, std::
                                 Claim& claim) {
     {
         const std::lock_guard lock(mutex_);
-        if (connections_ >= max_connections_ || held() + bytes > memory_budget_ - memory_budget_ / 4) return false;
+        // Against what trimming cannot free: a block kept for readers but still queued for the disk counts, or the
+        // read-ahead would go on fetching while a slow disk holds the blocks it fetched before.
+        if (connections_ >= max_connections_ || pinned() + bytes > memory_budget_ - memory_budget_ / 4) return false;
         ++connections_;
         counters_->connections_in_use.set(connections_);
     }
@@ -202,6 +204,11 @@ void RemoteContext::show_link() {
 void RemoteContext::queued_for_disk(const BlockPtr& block, bool queued) {
     const std::lock_guard lock(mutex_);
     block->queued_for_disk = queued;
+    if (queued) {
+        queued_bytes_ += block->length;
+    } else {
+        queued_bytes_ -= block->length;
+    }
     if (!block->in_recent) {
         if (queued) {
             queued_only_bytes_ += block->length;
@@ -235,6 +242,8 @@ void RemoteContext::drop_recent(const BlockPtr& block) {
 
 std::uint64_t RemoteContext::held() const { return in_flight_bytes_ + piece_bytes_ + queued_only_bytes_; }
 
+std::uint64_t RemoteContext::pinned() const { return in_flight_bytes_ + piece_bytes_ + queued_bytes_; }
+
 void RemoteContext::trim() {
     while (!recent_.empty() && recent_bytes_ + held() > memory_budget_) {
         drop_recent(recent_.back().second);
@@ -244,9 +253,9 @@ void RemoteContext::trim() {
 }
 
 void RemoteContext::show_memory() {
-    counters_->bytes_in_flight.set(static_cast<std::int64_t>(in_flight_bytes_));
-    counters_->bytes_in_memory.set(static_cast<std::int64_t>(recent_bytes_ + piece_bytes_));
-    counters_->bytes_queued_for_disk.set(static_cast<std::int64_t>(queued_only_bytes_));
+    counters_->set_memory({static_cast<std::int64_t>(in_flight_bytes_),
+                           static_cast<std::int64_t>(recent_bytes_ + piece_bytes_),
+                           static_cast<std::int64_t>(queued_only_bytes_)});
 }
 
 }  // namespace tensorfs::remote

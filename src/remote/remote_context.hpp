@@ -118,6 +118,9 @@ private:
     void end_claim(Claim& claim);
     // Bytes in flight, queued for the disk (and not kept for readers) and kept in pieces. Called with mutex_ held.
     std::uint64_t held() const;
+    // What dropping recent blocks cannot free: bytes in flight, kept in pieces and queued for the disk, also those
+    // of blocks kept for readers too (their buffers stay until written). Called with mutex_ held.
+    std::uint64_t pinned() const;
     // A block enters or leaves the memory of recent blocks. Called with mutex_ held.
     void keep_recent(const BlockPtr& block);
     void drop_recent(const BlockPtr& block);
@@ -149,6 +152,7 @@ private:
     std::size_t piece_bytes_ = 0;
     std::size_t in_flight_bytes_ = 0;
     std::size_t queued_only_bytes_ = 0;  // blocks queued for the disk and not also in recent_
+    std::size_t queued_bytes_ = 0;       // every block queued for the disk
     unsigned connections_ = 0;
     LinkEstimate link_;
 };

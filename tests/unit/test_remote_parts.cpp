@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "remote/block_buffers.hpp"
@@ -264,6 +265,55 @@ BOOST_AUTO_TEST_CASE(a_block_dropped_while_queued_for_the_disk_is_found_until_wr
     context.queued_for_disk(blocks[0], false);  // written: the disk cache has it now
     BOOST_TEST(!context.find(1, 0).valid());
     context.give_up(more, nullptr);
+}
+
+// Blocks kept for readers but still waiting for the disk cannot be dropped to make room: the read-ahead counts
+// them, or a disk slower than the link would let it fetch on past the budget while the writes pile up.
+BOOST_AUTO_TEST_CASE(the_read_ahead_waits_for_room_while_blocks_wait_for_the_disk) {
+    const test::TempFolder folder;
+    SourceOptions options;
+    options.cache_dir = folder.path();
+    options.memory_budget = 16 << 20;  // the read-ahead may hold 12 MiB
+    options.max_connections = 4;
+    RemoteContext context(options, {}, [](const Response&) { return std::string(); });
+    const std::vector<BlockPtr> blocks = new_blocks(8);
+    RemoteContext::Claim delivered = context.claim(1, 0, 8, 8 << 20);
+    context.deliver(delivered, blocks);
+    for (const BlockPtr& block : blocks) context.queued_for_disk(block, true);
+    RemoteContext::Claim ahead;
+    BOOST_TEST(!context.claim_ahead(1, 8, 8, 8 << 20, ahead));  // 8 MiB queued + 8 MiB more > 12 MiB
+    BOOST_TEST(context.claim_ahead(1, 8, 4, 4 << 20, ahead));   // 8 + 4 fits
+    BOOST_REQUIRE(ahead.promises.size() == 4);
+    context.give_up(ahead, nullptr);
+    for (const BlockPtr& block : blocks) context.queued_for_disk(block, false);  // written
+    RemoteContext::Claim after;
+    BOOST_TEST(context.claim_ahead(1, 8, 8, 8 << 20, after));  // the kept blocks may go now: room
+    BOOST_TEST(after.promises.size() == 8);
+    context.give_up(after, nullptr);
+}
+
+// stats.json adds the three memory figures up (a test checks the sum against the budget): a block moving from in
+// flight to kept, over and over, never shows in both or in neither.
+BOOST_AUTO_TEST_CASE(the_memory_figures_are_read_as_one) {
+    RemoteCounters counters;
+    counters.set_memory({5, 0, 1});
+    std::atomic<bool> moving{false};
+    std::atomic<bool> done{false};
+    std::thread mover([&] {
+        for (std::int64_t i = 0; !done; ++i) {
+            counters.set_memory(i % 2 == 0 ? RemoteCounters::Memory{5, 0, 1} : RemoteCounters::Memory{0, 5, 1});
+            moving = true;
+        }
+    });
+    while (!moving) std::this_thread::yield();
+    std::size_t torn = 0;
+    for (int i = 0; i < 4000000; ++i) {
+        const RemoteCounters::Memory memory = counters.memory();
+        if (memory.in_flight + memory.in_memory + memory.queued_for_disk != 6) ++torn;
+    }
+    done = true;
+    mover.join();
+    BOOST_TEST(torn == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(block_buffers_are_reused_up_to_what_is_kept_and_outlive_their_pool_owner) {
