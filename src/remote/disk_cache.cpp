@@ -27,6 +27,11 @@ constexpr const char* kTemporaryPrefix = ".tmp-";
 constexpr double kEvictDownTo = 0.9;
 // A temporary file older than this was left by a process that died mid-write.
 constexpr auto kStaleTemporary = std::chrono::minutes(10);
+// Blocks are written in pieces of this size: the page cache takes a folio as large as each write (up to 2 MiB), and
+// on a virtual machine that hands free memory back to its host the large ones come from memory handed back, whose
+// first touch costs about ten times more. 1 MiB writes took 2.2-2.8 s of system time per GiB there, 128 KiB writes
+// 0.9-1.1 s (docs/benchmarks.md, "load"); elsewhere the extra system calls cost little.
+constexpr std::size_t kWritePiece = std::size_t{128} << 10;
 
 std::atomic<std::uint64_t> temporary_serial{0};
 
@@ -52,7 +57,7 @@ bool write_file(const fs::path& path, const char* data, std::size_t length) {
     if (fd < 0) return false;
     bool ok = true;
     while (length > 0 && ok) {
-        const ssize_t written = ::write(fd, data, length);
+        const ssize_t written = ::write(fd, data, std::min(length, kWritePiece));
         if (written < 0 && errno == EINTR) continue;
         ok = written > 0;
         if (ok) {
