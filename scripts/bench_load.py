@@ -6,7 +6,8 @@ the same round, on a model of 64 BF16 tensors of 16 MiB (1 GiB at --scale 1) ser
 - cold `cat MOUNT/source/model.safetensors` (the source file itself), capped / the same aria2c figure
 - cold cat, uncapped server / one `curl` of the file
 - cold cat through the fault proxy adding 25 ms per answer / through the same proxy without the delay
-- warm (remount on the same disk cache) / a mount of the local file, first pass (the file in the page cache)
+- warm (a new mount on a disk cache that `tensorfs prefetch` filled, not timed) / a mount of the local file, first
+  pass (the file in the page cache)
 - `tensorfs prefetch` of the model, capped / aria2c
 - cold cat, capped / `rclone mount --vfs-cache-mode full` of the same server (cold), and the same warm
 - random 64-byte touches of a cold mount (numpy.memmap of raw): bytes fetched per touch (from the mount's stats)

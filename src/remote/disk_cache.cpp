@@ -30,7 +30,7 @@ constexpr auto kStaleTemporary = std::chrono::minutes(10);
 // Blocks are written in pieces of this size: the page cache takes a folio as large as each write (up to 2 MiB), and
 // on a virtual machine that hands free memory back to its host the large ones come from memory handed back, whose
 // first touch costs about ten times more. 1 MiB writes took 2.2-2.8 s of system time per GiB there, 128 KiB writes
-// 0.9-1.1 s (docs/benchmarks.md, "load"); elsewhere the extra system calls cost little.
+// 0.9-1.1 s (docs/benchmarks.md, "Disk cache writes in 128 KiB pieces"); elsewhere the extra calls cost little.
 constexpr std::size_t kWritePiece = std::size_t{128} << 10;
 
 std::atomic<std::uint64_t> temporary_serial{0};
