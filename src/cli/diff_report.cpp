@@ -171,7 +171,10 @@ constexpr const char* kCsvColumns[] = {"status", "a", "b", "dtype_a", "dtype_b",
 
 void print_csv(const DiffReport& report) {
     std::string header;
-    for (const char* column : kCsvColumns) header += (header.empty() ? "" : ",") + std::string(column);
+    for (const char* column : kCsvColumns) {
+        if (!header.empty()) header += ',';
+        header += column;
+    }
     std::printf("%s\n", header.c_str());
     for (const PairResult& result : report.results) {
         const Json line = pair_json(report, result);
@@ -190,7 +193,8 @@ void print_csv(const DiffReport& report) {
             } else {
                 cell = found->dump();
             }
-            row += (row.empty() ? "" : ",") + csv_field(cell);
+            if (!row.empty()) row += ',';
+            row += csv_field(cell);
         }
         std::printf("%s\n", row.c_str());
     }
