@@ -290,16 +290,18 @@ class Load:
         shutil.rmtree(cache)
         return (after - before) / TOUCHES
 
+    def prefetch_command(self, url, cache):
+        return [self.bench.tensorfs, "prefetch", url, "--cache-dir", cache, "--quiet"]
+
     def filled_cache(self, url):
         """A new disk cache holding the whole model, filled by `tensorfs prefetch`."""
         cache = self.cache()
-        subprocess.run([self.bench.tensorfs, "prefetch", url, "--cache-dir", cache, "--quiet"], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(self.prefetch_command(url, cache), check=True, stdout=subprocess.DEVNULL)
         return cache
 
     def prefetch(self, url):
         cache = self.cache()
-        elapsed = seconds_of([self.bench.tensorfs, "prefetch", url, "--cache-dir", cache, "--quiet"])
+        elapsed = seconds_of(self.prefetch_command(url, cache))
         shutil.rmtree(cache)
         return elapsed
 
