@@ -21,6 +21,9 @@
 #include "tensorfs/content.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/model_export.hpp"
+#include "tensorfs/model_folder.hpp"
+#include "tensorfs/open_source.hpp"
+#include "tensorfs/remote_source.hpp"
 #include "tensorfs/source_files.hpp"
 #include "tensorfs/stats.hpp"
 #include "text_output.hpp"
@@ -59,6 +62,7 @@ struct ConvertArguments {
     std::string source;
     std::string target;
     ExportDtype dtype = ExportDtype::Keep;
+    bool force = false;
     SourceOptions source_options;
 };
 
@@ -80,27 +84,45 @@ std::string parse(const Arguments& args, ConvertArguments& parsed) {
     }
     parsed.source = split.positional[0];
     parsed.target = split.positional[1];
-    // (A folder given as OUT is refused as such when it is opened.)
-    if (!parsed.target.ends_with(".safetensors") && !split.has("--force") &&
-        !std::filesystem::is_directory(parsed.target)) {
-        return "convert writes safetensors, and '" + parsed.target +
-               "' does not end in .safetensors (--force writes it anyway)";
-    }
+    parsed.force = split.has("--force");
     return {};
 }
 
-// The source's file that `target` is (the same inode), or nullptr: writing there would destroy the source.
-const SourceFile* source_file_at(const Catalog& catalog, const std::string& target) {
+// Whether `target` names a file that is not there yet or does not end in .safetensors, unless --force.
+std::string suffix_problem(const ConvertArguments& parsed) {
+    // (A folder given as OUT is refused as such when it is opened.)
+    if (parsed.target.ends_with(".safetensors") || parsed.force || std::filesystem::is_directory(parsed.target)) {
+        return {};
+    }
+    return "convert writes safetensors, and '" + parsed.target +
+           "' does not end in .safetensors: name it *.safetensors (--force writes another name, never over a file "
+           "of SOURCE)";
+}
+
+bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+
+// The file of the local SOURCE that `target` is (the same inode, whatever the path), or "": writing there would
+// destroy the source. Every file the SOURCE reads counts: the file named, its index, shards and split parts, and
+// for a folder every file under it (what source/ shows).
+std::string source_file_at(const std::string& source, const SourceOptions& options, const Catalog& catalog,
+                           const std::string& target) {
     struct stat target_status {};
-    if (::stat(target.c_str(), &target_status) != 0) return nullptr;  // not there yet
-    for (const SourceFile& file : catalog.files) {
+    if (is_remote_source(source) || ::stat(target.c_str(), &target_status) != 0) return {};  // not there yet
+    std::vector<std::string> paths{source};
+    for (const SourceFile& file : catalog.files) paths.push_back(file.path);
+    const bool folder = std::filesystem::is_directory(source);
+    const std::filesystem::path base = folder ? std::filesystem::path(source)
+                                              : std::filesystem::path(source).parent_path();
+    for (const FolderFile& file : open_source(source, "", options).folder.source_files) {
+        paths.push_back((base / file.path).string());
+    }
+    for (const std::string& path : paths) {
         struct stat status {};
-        if (::stat(file.path.c_str(), &status) == 0 && status.st_dev == target_status.st_dev &&
-            status.st_ino == target_status.st_ino) {
-            return &file;
+        if (::stat(path.c_str(), &status) == 0 && S_ISREG(status.st_mode) && same_file(status, target_status)) {
+            return path;
         }
     }
-    return nullptr;
+    return {};
 }
 
 std::string tensor_names(const Catalog& catalog, const std::vector<std::uint32_t>& indices) {
@@ -118,10 +140,13 @@ int convert_command(const Arguments& args) {
     if (const std::string problem = parse(args, parsed); !problem.empty()) return usage_error(problem);
 
     const LoadedSource source(parsed.source, parsed.source_options);
-    if (const SourceFile* same = source_file_at(source.catalog, parsed.target)) {
-        const std::string what = same->path == parsed.source ? "SOURCE" : "SOURCE's file " + same->path;
+    // Checked before the suffix, with or without --force: no message may invite writing over the source.
+    if (const std::string same = source_file_at(parsed.source, parsed.source_options, source.catalog, parsed.target);
+        !same.empty()) {
+        const std::string what = same == parsed.source ? "SOURCE" : "SOURCE's file " + same;
         return failure(parsed.target + ": is " + what + "; convert never writes over its own source");
     }
+    if (const std::string problem = suffix_problem(parsed); !problem.empty()) return usage_error(problem);
     const ModelExport exported(source.catalog, parsed.dtype);
     if (!exported.available()) return failure(parsed.source + ": no safetensors file can hold it: " + exported.error());
     if (!exported.skipped().empty()) {

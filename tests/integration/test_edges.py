@@ -10,11 +10,13 @@ import unittest
 
 import numpy as np
 
+from pytorch_checkpoints import every_dtype_state_dict, write_sharded
 from tensorfs_mount import VECTORS, Mount, daemon_pids, is_mounted, manifest, read_file, run, unmount
 
 GGUF = os.path.join(VECTORS, "gguf/tiny-llama-Q4_K_M.gguf")
 SAFETENSORS = os.path.join(VECTORS, "safetensors/all_dtypes.safetensors")
 SHARDS = os.path.join(VECTORS, "safetensors/sharded")
+SPLIT_PART = os.path.join(VECTORS, "gguf/split/tiny-llama-Q4_K_M-00001-of-00003.gguf")
 
 
 def sha256(path):
@@ -38,9 +40,8 @@ class ConvertNeverEatsItsSource(unittest.TestCase):
                 self.assertEqual(result.returncode, 1)
                 self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
                 self.assertEqual(sha256(self.source), self.digest)
-        self.assertIn("does not end in .safetensors", run("convert", self.source, self.source).stderr)
-        self.assertIn("convert never writes over its own source",
-                      run("convert", self.source, self.source, "--force").stderr)
+                self.assertIn("convert never writes over its own source", result.stderr)
+                self.assertNotIn("--force", result.stderr)
 
     def test_out_that_is_a_hard_link_to_a_shard(self):
         folder = os.path.join(self.folder, "sharded")
@@ -55,11 +56,40 @@ class ConvertNeverEatsItsSource(unittest.TestCase):
         self.assertIn("never writes over its own source", result.stderr)
         self.assertEqual(sha256(shard), before)
 
+    def test_out_that_is_any_file_the_source_reads(self):
+        # The index, a shard and a split part, named as OUT with or without --force: refused, nothing written.
+        sharded = os.path.join(self.folder, "sharded")
+        shutil.copytree(SHARDS, sharded)
+        split = os.path.join(self.folder, "split")
+        shutil.copytree(os.path.dirname(SPLIT_PART), split)
+        pytorch = os.path.join(self.folder, "pytorch")
+        os.mkdir(pytorch)
+        write_sharded(pytorch, every_dtype_state_dict())
+        index = os.path.join(sharded, "model.safetensors.index.json")
+        pytorch_index = os.path.join(pytorch, "pytorch_model.bin.index.json")
+        part = os.path.join(split, os.path.basename(SPLIT_PART))
+        second_part = part.replace("00001-of", "00002-of")
+        cases = [(index, index), (sharded, index), (index, os.path.join(sharded, "model-00001-of-00003.safetensors")),
+                 (pytorch_index, pytorch_index), (pytorch, pytorch_index), (part, second_part), (split, part)]
+        for source, out in cases:
+            before = sha256(out)
+            for force in ((), ("--force",)):
+                with self.subTest(source=source, out=out, force=force):
+                    result = run("convert", source, out, *force)
+                    self.assertEqual(result.returncode, 1, result.stderr)
+                    self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+                    self.assertIn("never writes over its own source", result.stderr)
+                    self.assertNotIn("--force", result.stderr)
+                    self.assertEqual(sha256(out), before)
+        self.assertEqual(run("validate", index).returncode, 0)
+        self.assertEqual(run("validate", pytorch_index).returncode, 0)
+
     def test_other_suffix_needs_force(self):
         out = os.path.join(self.folder, "out.bin")
         result = run("convert", self.source, out)
         self.assertEqual(result.returncode, 1)
-        self.assertRegex(result.stderr, r"^tensorfs: .*does not end in \.safetensors \(--force writes it anyway\)")
+        self.assertRegex(result.stderr, r"^tensorfs: .*does not end in \.safetensors: name it \*\.safetensors "
+                                        r"\(--force writes another name, never over a file of SOURCE\)")
         self.assertFalse(os.path.exists(out))
         result = run("convert", self.source, out, "--force")
         self.assertEqual(result.returncode, 0, result.stderr)
