@@ -5,6 +5,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "tensorfs/stats.hpp"
 
@@ -35,9 +38,20 @@ struct SourceOptions {
     // What fetched blocks in memory may hold together: in flight, kept for readers, queued for the disk cache. A
     // mount gives it half of cache_size (the decoded chunks get the other half).
     std::uint64_t memory_budget = kDefaultRemoteMemory;
+    // proxy=URL: the HTTP proxy every request goes through, whatever http_proxy, HTTPS_PROXY and ALL_PROXY say
+    // (hosts in NO_PROXY still go direct, as libcurl and curl have it). Empty: those variables decide.
+    std::string proxy;
+    // header=NAME:VALUE: headers every request carries, to every host (for a proxy that reads them, such as
+    // Dragonfly's X-Dragonfly-Use-P2P), as "NAME: VALUE".
+    std::vector<std::string> headers;
     // Where the remote layer counts requests, bytes, retries, cache hits; nullptr: counted nowhere visible.
     std::shared_ptr<RemoteCounters> counters;
 };
+
+// proxy=URL and header=NAME:VALUE, checked and put into `options` (any front end that takes mount options uses
+// these). Each returns an error message for a user, or "" when it took the value.
+std::string take_proxy(std::string_view url, SourceOptions& options);
+std::string take_header(std::string_view name_value, SourceOptions& options);
 
 // $XDG_CACHE_HOME/tensorfs, else $HOME/.cache/tensorfs, else the user's home from the password database.
 std::filesystem::path default_cache_dir();

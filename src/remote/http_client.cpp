@@ -326,8 +326,11 @@ struct HttpClient::Handles {
     }
 };
 
-HttpClient::HttpClient(RemoteCounters& counters, std::vector<Credentials> credentials)
-    : counters_(counters), credentials_(std::move(credentials)), handles_(std::make_unique<Handles>()) {
+HttpClient::HttpClient(RemoteCounters& counters, std::vector<Credentials> credentials, RequestSettings settings)
+    : counters_(counters),
+      credentials_(std::move(credentials)),
+      settings_(std::move(settings)),
+      handles_(std::make_unique<Handles>()) {
     init_http();
 }
 
@@ -357,6 +360,7 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
         Transfer transfer{&request, {}, {}, {}};
         char detail[CURL_ERROR_SIZE] = "";
         curl_slist* headers = nullptr;
+        for (const auto& header : settings_.headers) headers = curl_slist_append(headers, header.c_str());
         for (const auto& header : request.headers) headers = curl_slist_append(headers, header.c_str());
         for (const auto& credentials : credentials_) {
             if (credentials.origin != origin) continue;
@@ -391,6 +395,9 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
             curl_easy_setopt(handle, CURLOPT_CAPATH, folder);
         }
         curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
+        // Without proxy=, libcurl reads the proxy variables itself; NO_PROXY applies either way. The headers above
+        // go to the server only, never in a CONNECT to the proxy (libcurl's CURLHEADER_SEPARATE).
+        if (!settings_.proxy.empty()) curl_easy_setopt(handle, CURLOPT_PROXY, settings_.proxy.c_str());
         if (request.head) curl_easy_setopt(handle, CURLOPT_NOBODY, 1L);
         if (request.ranged) curl_easy_setopt(handle, CURLOPT_RANGE, range.c_str());
         curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header);

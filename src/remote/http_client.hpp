@@ -33,6 +33,12 @@ struct Credentials {
     std::optional<AwsSigning> aws;
 };
 
+// What every request of a client goes through and carries, whoever it is for (SourceOptions' proxy and headers).
+struct RequestSettings {
+    std::string proxy;                 // empty: libcurl's variables (http_proxy, HTTPS_PROXY, ALL_PROXY, NO_PROXY)
+    std::vector<std::string> headers;  // "NAME: VALUE"
+};
+
 struct Request {
     std::string url;
     bool head = false;                   // HEAD: the answer's headers only
@@ -86,7 +92,7 @@ public:
 
 class HttpClient {
 public:
-    HttpClient(RemoteCounters& counters, std::vector<Credentials> credentials);
+    HttpClient(RemoteCounters& counters, std::vector<Credentials> credentials, RequestSettings settings = {});
     ~HttpClient();
     HttpClient(const HttpClient&) = delete;
     HttpClient& operator=(const HttpClient&) = delete;
@@ -103,6 +109,7 @@ private:
 
     RemoteCounters& counters_;
     std::vector<Credentials> credentials_;
+    RequestSettings settings_;
     std::unique_ptr<Handles> handles_;
 };
 

@@ -25,7 +25,7 @@ RemoteContext::~RemoteContext() { disk_.finish_writes(); }
 RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentials> credentials,
                              ExplainRefusal explain)
     : counters_(options.counters != nullptr ? options.counters : std::make_shared<RemoteCounters>()),
-      http_(*counters_, std::move(credentials)),
+      http_(*counters_, std::move(credentials), RequestSettings{options.proxy, options.headers}),
       // The disk's queue holds a quarter of the memory budget at most; the read-ahead's fetches the rest.
       disk_(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir, options.disk_cache_size,
             [this](const BlockPtr& block, bool queued) { queued_for_disk(block, queued); },
