@@ -81,6 +81,10 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
             const auto size = parse_size(option.substr(10));
             if (!size) return "bad readahead '" + std::string(option.substr(10)) + "' (e.g. 64M; 0 for none)";
             options.source_options.readahead = *size;
+        } else if (option.starts_with("proxy=")) {
+            if (std::string error = take_proxy(option.substr(6), options.source_options); !error.empty()) return error;
+        } else if (option.starts_with("header=")) {
+            if (std::string error = take_header(option.substr(7), options.source_options); !error.empty()) return error;
         } else if (libfuse_accepts(std::string(option))) {
             options.fuse_options.emplace_back(option);
         } else {
