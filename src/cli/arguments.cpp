@@ -1,7 +1,9 @@
 #include "arguments.hpp"
 
 #include <algorithm>
+#include <utility>
 
+#include "mount_options.hpp"
 #include "size_option.hpp"
 #include "suggestions.hpp"
 
@@ -50,6 +52,12 @@ std::string positional_problem(std::string_view command, const std::vector<std::
 }
 
 std::string take_source_flags(const SplitArguments& split, SourceOptions& options) {
+    if (const auto list = split.values.find("-o"); list != split.values.end()) {
+        MountOptions parsed;
+        parsed.source_options = options;
+        if (std::string error = take_option_list(list->second, parsed); !error.empty()) return error;
+        options = std::move(parsed.source_options);
+    }
     if (const auto dir = split.values.find("--cache-dir"); dir != split.values.end()) {
         if (dir->second.empty()) return "--cache-dir needs a folder";
         options.cache_dir = dir->second;

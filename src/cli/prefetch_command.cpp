@@ -128,15 +128,10 @@ int verify(const std::vector<WantedFile>& wanted, bool only_tensors) {
 
 int prefetch_command(const Arguments& args) {
     std::vector<std::string_view> with_values = kSourceFlags;
-    with_values.insert(with_values.end(), {"--tensors", "--files", "-o"});
+    with_values.insert(with_values.end(), {"--tensors", "--files"});
     const SplitArguments split = split_arguments(args, {"--quiet", "--verify"}, with_values);
     if (!split.error.empty()) return usage_error(split.error);
     MountOptions options;
-    if (const auto found = split.values.find("-o"); found != split.values.end()) {
-        if (const std::string error = take_option_list(found->second, options); !error.empty()) {
-            return usage_error(error);
-        }
-    }
     if (const std::string error = take_source_flags(split, options.source_options); !error.empty()) {
         return usage_error(error);
     }
