@@ -1,18 +1,33 @@
 // `tensorfs mount SOURCE MOUNTPOINT [-f] [-d] [-s] [-o OPT[,OPT…]] [--cache-size SIZE] [--threads N]
-//                 [--cache-dir DIR] [--disk-cache-size SIZE]`
+//                 [--cache-dir DIR] [--disk-cache-size SIZE] [--secrets-fd N]`
+#include <charconv>
+#include <optional>
+
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "mount_options.hpp"
 #include "mountpoint_checks.hpp"
+#include "secrets_input.hpp"
 #include "size_option.hpp"
 #include "suggestions.hpp"
 #include "tensorfs/mount.hpp"
 
 namespace tensorfs::cli {
+namespace {
+
+std::optional<int> parse_descriptor(const std::string& text) {
+    int fd = -1;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), fd);
+    if (error != std::errc() || end != text.data() + text.size() || fd < 0) return std::nullopt;
+    return fd;
+}
+
+}  // namespace
 
 int mount_command(const Arguments& args) {
     MountOptions options;
     std::vector<std::string> positional;
+    std::optional<int> secrets_fd;
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];
         // The argument after an option that takes one, or nullptr at the end of the line.
@@ -47,10 +62,15 @@ int mount_command(const Arguments& args) {
             const std::string error = take_option_list((arg == "--cache-dir" ? "cache_dir=" : "disk_cache_size=") + *text,
                                                        options);
             if (!error.empty()) return usage_error(error);
+        } else if (arg == "--secrets-fd") {
+            const std::string* text = value();
+            const auto fd = text ? parse_descriptor(*text) : std::nullopt;
+            if (!fd) return usage_error("--secrets-fd needs a file descriptor number");
+            secrets_fd = *fd;
         } else if (arg.starts_with("-") && arg.size() > 1) {
             return usage_error("unknown option '" + arg + "'" +
                                did_you_mean(arg, {"-f", "-d", "-s", "-o", "--cache-size", "--threads", "--cache-dir",
-                                                  "--disk-cache-size"}));
+                                                  "--disk-cache-size", "--secrets-fd"}));
         } else {
             positional.push_back(arg);
         }
@@ -61,6 +81,9 @@ int mount_command(const Arguments& args) {
     }
     options.source = positional[0];
     options.mountpoint = positional[1];
+    if (secrets_fd) {
+        if (const std::string error = take_secrets(*secrets_fd, options); !error.empty()) return usage_error(error);
+    }
     if (const int refused = check_mountpoint(options.mountpoint); refused != 0) return refused;
     return run_mount(options);
 }
