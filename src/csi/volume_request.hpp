@@ -1,0 +1,30 @@
+// A NodePublishVolumeRequest checked as the CSI spec and this driver want it, and turned into what `tensorfs
+// mount` takes: the SOURCE, the volume's mount options and its secrets.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "csi.pb.h"
+
+namespace tensorfs::csi {
+
+struct PublishRequest {
+    std::string volume_id;
+    std::string target;                         // absolute, symbolic links of its parent resolved
+    std::string source;                         // volume_context["source"]
+    std::vector<std::string> options;           // KEY=VALUE for `tensorfs mount -o`, in key order
+    std::map<std::string, std::string> secrets;  // HF_TOKEN, AWS_*, username, password; trailing newlines dropped
+};
+
+// The volume_context keys that are mount options (everything else but "source" and csi.storage.k8s.io/* is
+// refused), in the order the README lists them.
+const std::vector<std::string>& volume_option_keys();
+
+// OK and `request` filled, or INVALID_ARGUMENT naming what is wrong (never quoting a secret's value).
+grpc::Status check_publish(const ::csi::v1::NodePublishVolumeRequest& message, PublishRequest& request);
+
+}  // namespace tensorfs::csi
