@@ -83,6 +83,18 @@ constexpr CommandHelp kCommands[] = {
      "bytes, last read); du totals it against disk_cache_size; prune removes the least recently read blocks\n"
      "first, those not read for DURATION (30s, 15m, 12h, 7d) and/or until SIZE is left; clear removes them all.\n"
      "Safe while mounts use the folder: they fetch again what was removed.\n"},
+    {"csi",
+     "usage: tensorfs csi --endpoint unix:///PATH/csi.sock --node-id NAME [--state-dir DIR] [--cache-dir DIR]\n"
+     "                    [--disk-cache-size SIZE]\n"
+     "\n"
+     "Serves the CSI node plugin of driver csi.tensorfs.io (CSI v1 Identity and Node services) at the socket, for\n"
+     "kubelet: a volume is a SOURCE (volumeAttributes: source, and mount options by their names), mounted\n"
+     "read-only for every uid by a `tensorfs mount` daemon that runs apart from the plugin. Secrets (HF_TOKEN,\n"
+     "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, username, password) reach the daemon through a\n"
+     "pipe, never a command line, environment or file. --state-dir (default /var/lib/tensorfs/csi) keeps what was\n"
+     "published, for a restarted plugin; --cache-dir (default /var/cache/tensorfs) is the one disk cache of every\n"
+     "volume of the node, --disk-cache-size its size. The plugin is started again if it dies; SIGTERM ends it.\n"
+     "deploy/kubernetes/ in the source holds the manifests; the README's Kubernetes section says the rest.\n"},
     {"help", "usage: tensorfs help [COMMAND]\n"},
 };
 

@@ -24,6 +24,8 @@ int diff_command(const Arguments& args);
 int status_command(const Arguments& args);
 int cache_command(const Arguments& args);
 int prefetch_command(const Arguments& args);
+// Runs the CSI node plugin (an executable of its own) and keeps it running.
+int csi_command(const Arguments& args);
 
 // `ls --files`: the side files and source/ files a mount of SOURCE shows (`json`: as a JSON document).
 int ls_files(const std::string& source, const SourceOptions& options, bool json);

@@ -37,6 +37,7 @@ constexpr const char* kUsage =
     "       tensorfs help [COMMAND]\n"
     "       tensorfs prefetch SOURCE [--tensors GLOB] [--files GLOB] [--quiet] [--verify] [-o OPT]\n"
     "                         [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+    "       tensorfs csi --endpoint unix:///PATH/csi.sock --node-id NAME [--state-dir DIR] [--cache-dir DIR]\n"
     "       tensorfs --help | --version\n"
     "\n"
     "SOURCE is a .safetensors file, a .safetensors.index.json, a .gguf file (or any part of a split set), a PyTorch\n"
@@ -76,6 +77,7 @@ constexpr const char* kUsage =
     "            in flight; a progress line on a terminal (--quiet: none); the last line gives the bytes fetched\n"
     "            and the rate; --verify: each whole file against the checksum its source publishes (the Hub's\n"
     "            LFS sha256, S3's x-amz-checksum-sha256 or single-part ETag MD5)\n"
+    "  csi       the Kubernetes CSI node plugin (driver csi.tensorfs.io): volumes that mount a SOURCE\n"
     "\n"
     "mount options:\n"
     "  -f                 stay in the foreground\n"
@@ -94,6 +96,10 @@ constexpr const char* kUsage =
     "                       max_connections=N range requests in flight for read-ahead (default 16, at most 64)\n"
     "                       readahead=SIZE    how far ahead of a sequential reader to fetch, at most (default\n"
     "                                         64M, and at most half of cache_size)\n"
+    "                       proxy=URL         the HTTP proxy of every request (default: http_proxy,\n"
+    "                                         HTTPS_PROXY, ALL_PROXY; hosts in NO_PROXY go direct)\n"
+    "                       header=NAME:VALUE a header every request carries (repeat it for more), e.g.\n"
+    "                                         header=X-Dragonfly-Use-P2P:true\n"
     "                       dev, nodev, suid, nosuid, exec, noexec, atime, noatime, sync, async, dirsync\n"
     "                       ro, rw (the mount is read-only either way), defaults, auto, noauto, user,\n"
     "                       users, nouser, owner, group, nofail, _netdev, x-*, comment=*, relatime,\n"
@@ -101,7 +107,10 @@ constexpr const char* kUsage =
     "  --cache-size SIZE  same as -o cache_size=SIZE\n"
     "  --threads N        same as -o threads=N\n"
     "  --cache-dir DIR, --disk-cache-size SIZE   same as -o cache_dir=DIR, disk_cache_size=SIZE; ls, info, cat,\n"
-    "                     convert and validate take them too\n"
+    "                     convert, validate and diff take them too, and -o with the options of remote sources\n"
+    "  --secrets-fd N     read credentials from file descriptor N: a JSON object of HF_TOKEN, AWS_ACCESS_KEY_ID,\n"
+    "                     AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, username, password (for programs that start\n"
+    "                     tensorfs: no command line, environment or file shows them)\n"
     "\n"
     "exit status: 0 success, 1 invalid source or usage, 2 the mount itself failed.\n"
     "\n"
@@ -176,6 +185,7 @@ int run(const Arguments& all) {
     if (first == "status") return status_command(rest);
     if (first == "cache") return cache_command(rest);
     if (first == "prefetch") return prefetch_command(rest);
+    if (first == "csi") return csi_command(rest);
     // `tensorfs SOURCE MOUNTPOINT [-o ...]`, the form mount(8) and fstab use.
     if (!first.starts_with("-") && !path_exists(first) && !is_remote_source(first)) {
         return usage_error("'" + first + "' is neither a command nor an existing SOURCE" +
