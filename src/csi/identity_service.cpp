@@ -15,7 +15,8 @@ grpc::Status IdentityService::GetPluginInfo(grpc::ServerContext*, const ::csi::v
 }
 
 // No controller service: volumes are not provisioned or attached, they name a SOURCE.
-grpc::Status IdentityService::GetPluginCapabilities(grpc::ServerContext*, const ::csi::v1::GetPluginCapabilitiesRequest*,
+grpc::Status IdentityService::GetPluginCapabilities(grpc::ServerContext*,
+                                                    const ::csi::v1::GetPluginCapabilitiesRequest*,
                                                     ::csi::v1::GetPluginCapabilitiesResponse*) {
     return grpc::Status::OK;
 }

@@ -18,7 +18,8 @@ public:
     grpc::Status GetPluginCapabilities(grpc::ServerContext*, const ::csi::v1::GetPluginCapabilitiesRequest*,
                                        ::csi::v1::GetPluginCapabilitiesResponse* response) override;
     // Ready when /dev/fuse opens and the tensorfs binary can be run.
-    grpc::Status Probe(grpc::ServerContext*, const ::csi::v1::ProbeRequest*, ::csi::v1::ProbeResponse* response) override;
+    grpc::Status Probe(grpc::ServerContext*, const ::csi::v1::ProbeRequest*,
+                       ::csi::v1::ProbeResponse* response) override;
 
 private:
     std::string tensorfs_;

@@ -21,6 +21,10 @@ constexpr std::size_t kMostMessageBytes = 4096;
 // What tensorfs says when the SOURCE (a file, a repository, a bucket, a key) is not there, in each of its sources.
 constexpr std::array<std::string_view, 7> kMissing = {
     "no such file", "HTTP 404", "HTTP 410", "NoSuchKey", "NoSuchBucket", "no such repository", "there is no bucket"};
+// ... when the server refuses the credentials (or their absence) ...
+constexpr std::array<std::string_view, 7> kRefused = {"HTTP 401",           "HTTP 403",          "AccessDenied",
+                                                      "SignatureDoesNotMatch", "InvalidAccessKeyId", "InvalidToken",
+                                                      "ExpiredToken"};
 // ... and when the server cannot be reached at all.
 constexpr std::array<std::string_view, 3> kUnreachable = {"cannot connect", "cannot resolve host", "timed out"};
 
@@ -45,6 +49,7 @@ grpc::Status status_of(int wait_status, const std::string& said) {
     const std::string message = one_line(said);
     if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0) return grpc::Status::OK;
     if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 1) {
+        if (says_any(message, kRefused)) return {grpc::StatusCode::PERMISSION_DENIED, message};
         if (says_any(message, kMissing)) return {grpc::StatusCode::NOT_FOUND, message};
         if (says_any(message, kUnreachable)) return {grpc::StatusCode::UNAVAILABLE, message};
         return {grpc::StatusCode::INVALID_ARGUMENT, message};
@@ -88,8 +93,8 @@ grpc::Status run_mount(const MountSettings& settings, const PublishRequest& requ
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, said[1], STDERR_FILENO);
     pid_t pid = 0;
-    const int spawned = written ? ::posix_spawn(&pid, settings.tensorfs.c_str(), &actions, nullptr, argv.data(), environ)
-                                : EPIPE;
+    const int spawned =
+        written ? ::posix_spawn(&pid, settings.tensorfs.c_str(), &actions, nullptr, argv.data(), environ) : EPIPE;
     posix_spawn_file_actions_destroy(&actions);
     ::close(secrets[0]);
     ::close(said[1]);

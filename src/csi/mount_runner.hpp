@@ -19,7 +19,8 @@ struct MountSettings {
 };
 
 // Mounts `request` at its target (which exists). OK once the mount serves; else the status that says why, with
-// tensorfs's own message: NOT_FOUND when the SOURCE does not exist, UNAVAILABLE when its server cannot be reached,
+// tensorfs's own message: NOT_FOUND when the SOURCE does not exist, PERMISSION_DENIED when its server refuses the
+// credentials, UNAVAILABLE when it cannot be reached,
 // INVALID_ARGUMENT for a checkpoint or option that tensorfs refuses, INTERNAL when the mount itself failed.
 grpc::Status run_mount(const MountSettings& settings, const PublishRequest& request);
 

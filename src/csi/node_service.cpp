@@ -103,7 +103,9 @@ grpc::Status NodeService::publish(const PublishRequest& request) {
 
 grpc::Status NodeService::remember(const PublishRequest& request) {
     try {
-        store_.save({request.volume_id, request.target, request.source, request.options, serving_daemon(request.target)});
+        const PublishedVolume volume{request.volume_id, request.target, request.source, request.options,
+                                     serving_daemon(request.target)};
+        store_.save(volume);
         return grpc::Status::OK;
     } catch (const std::exception& error) {
         return {grpc::StatusCode::INTERNAL, error.what()};
@@ -141,7 +143,8 @@ grpc::Status NodeService::NodeGetVolumeStats(grpc::ServerContext*, const ::csi::
     const auto record = store_.find(target);
     if (mounts_at(target).empty() || (record && record->volume_id != message->volume_id())) {
         return logged("NodeGetVolumeStats", target,
-                      {grpc::StatusCode::NOT_FOUND, "volume " + message->volume_id() + " is not published at " + target});
+                      {grpc::StatusCode::NOT_FOUND,
+                       "volume " + message->volume_id() + " is not published at " + target});
     }
     const MountHealth health = check_mount(target);
     auto* condition = response->mutable_volume_condition();

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -45,7 +46,9 @@ bool is_size(const std::string& text) {
 int parse_arguments(const std::vector<std::string>& args, PluginOptions& options) {
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& flag = args[i];
-        if (i + 1 == args.size()) return usage_error(flag.starts_with("--") ? flag + " needs a value" : "unexpected argument '" + flag + "'");
+        if (i + 1 == args.size()) {
+            return usage_error(flag.starts_with("--") ? flag + " needs a value" : "unexpected argument '" + flag + "'");
+        }
         const std::string& value = args[++i];
         if (flag == "--endpoint") {
             options.endpoint = value;
@@ -138,7 +141,8 @@ int serve(const PluginOptions& options) {
     std::thread stopper([&] {
         int signal = 0;
         sigwait(&stop_signals, &signal);
-        server->Shutdown();
+        // Calls under way get a moment to end; kubelet's connections are not waited for.
+        server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     });
     server->Wait();
     stopper.join();

@@ -13,7 +13,9 @@ public:
     class Held {
     public:
         Held(TargetLocks* locks, std::string target) : locks_(locks), target_(std::move(target)) {}
-        Held(Held&& other) noexcept : locks_(other.locks_), target_(std::move(other.target_)) { other.locks_ = nullptr; }
+        Held(Held&& other) noexcept : locks_(other.locks_), target_(std::move(other.target_)) {
+            other.locks_ = nullptr;
+        }
         Held(const Held&) = delete;
         Held& operator=(const Held&) = delete;
         Held& operator=(Held&&) = delete;

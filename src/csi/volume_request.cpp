@@ -104,12 +104,14 @@ grpc::Status check_secrets(const ::csi::v1::NodePublishVolumeRequest& message, P
     std::size_t bytes = 0;
     for (const auto& [name, raw] : message.secrets()) {
         if (std::find(kSecretNames.begin(), kSecretNames.end(), name) == kSecretNames.end()) {
-            return invalid("secrets: unknown key '" + name +
-                           "' (HF_TOKEN, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, username, password)");
+            return invalid("secrets: unknown key '" + name + "' (HF_TOKEN, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, " +
+                           "AWS_SESSION_TOKEN, username, password)");
         }
         // A secret made from a file (kubectl create secret --from-file) often ends with a newline.
         std::string value = raw;
-        while (!value.empty() && (value.back() == '\n' || value.back() == '\r' || value.back() == ' ')) value.pop_back();
+        while (!value.empty() && (value.back() == '\n' || value.back() == '\r' || value.back() == ' ')) {
+            value.pop_back();
+        }
         const bool control = std::any_of(value.begin(), value.end(),
                                          [](char c) { return static_cast<unsigned char>(c) < ' ' || c == 0x7f; });
         if (control) return invalid("secrets: the value of '" + name + "' holds a control character");
