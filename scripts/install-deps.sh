@@ -16,6 +16,14 @@ packages=(g++ cmake make pkg-config libfuse3-dev fuse3 nlohmann-json3-dev libsim
 packages+=(libexpat1-dev zlib1g-dev)
 # libssl-dev: OpenSSL's libcrypto computes the digests `prefetch --verify` checks (src/remote/digest.cpp).
 packages+=(libssl-dev)
+# The CSI plugin (src/csi, cmake/csi.cmake): gRPC C++ and protobuf, protoc and its gRPC plugins (C++ for the
+# plugin, Python for the tests' client); python3-grpcio runs that client, python3-yaml reads the manifests of
+# deploy/kubernetes, squid is the proxy of test_proxy.
+packages+=(libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-yaml squid)
+# scripts/image.sh (not CI) builds the container image: `scripts/install-deps.sh --image` adds what it runs.
+if [ "${1:-}" = "--image" ]; then
+  packages+=(debootstrap podman)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
