@@ -42,14 +42,20 @@ bool is_size(const std::string& text) {
     return digits == std::string::npos || (digits + 1 == text.size() && std::strchr("KMGT", text[digits]) != nullptr);
 }
 
-// Fills `options` from argv; returns 0, or the exit status of a usage error (after printing it).
+// Fills `options` from argv (`--flag value` or `--flag=value`); returns 0, or the exit status of a usage error
+// (after printing it).
 int parse_arguments(const std::vector<std::string>& args, PluginOptions& options) {
     for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& flag = args[i];
-        if (i + 1 == args.size()) {
+        std::string flag = args[i];
+        std::string value;
+        if (const std::size_t equals = flag.find('='); flag.starts_with("--") && equals != std::string::npos) {
+            value = flag.substr(equals + 1);
+            flag.resize(equals);
+        } else if (i + 1 == args.size()) {
             return usage_error(flag.starts_with("--") ? flag + " needs a value" : "unexpected argument '" + flag + "'");
+        } else {
+            value = args[++i];
         }
-        const std::string& value = args[++i];
         if (flag == "--endpoint") {
             options.endpoint = value;
         } else if (flag == "--node-id") {
