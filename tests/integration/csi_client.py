@@ -62,6 +62,9 @@ class Plugin:
         self.kubelet = os.path.join(self.folder, "kubelet")
         os.mkdir(self.kubelet)
         self.env = env
+        # The arguments after `tensorfs csi`.
+        self.args = ["--endpoint", "unix://" + self.socket, "--node-id", "node-1", "--state-dir", self.state,
+                             "--cache-dir", self.cache]
         self.targets = set()
         self.process = None
         self.channel = None
@@ -73,10 +76,8 @@ class Plugin:
         self.start()
 
     def start(self):
-        self.process = subprocess.Popen(
-            [BIN, "csi", "--endpoint", "unix://" + self.socket, "--node-id", "node-1", "--state-dir", self.state,
-             "--cache-dir", self.cache], stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, env=self.env,
-            preexec_fn=_die_with_parent)
+        self.process = subprocess.Popen([BIN, "csi", *self.args], stdin=subprocess.DEVNULL, stdout=self.log,
+                                        stderr=self.log, env=self.env, preexec_fn=_die_with_parent)
         self.connect()
 
     def connect(self):
