@@ -3,15 +3,15 @@
 # umount/stats, and tensor names after `tensorfs cat SOURCE ` (read from the source's header by `tensorfs ls`).
 # Uses bash-completion's helpers (_init_completion, _filedir), as completions in its folder do.
 
-_tensorfs_commands="mount umount ls info validate cat convert stats diff prefetch status cache help"
+_tensorfs_commands="mount umount ls info validate cat convert stats diff prefetch status cache csi help"
 
 # Options that take a value (the next word).
 _tensorfs_value_options=(-o --cache-size --threads --cache-dir --disk-cache-size --dtype --names --tensors --files
-    --older-than --max-size)
+    --older-than --max-size --secrets-fd --endpoint --node-id --state-dir)
 
 # `-o` options: tensorfs's own (NAME= takes a value), libfuse's, and mount(8)'s that tensorfs accepts.
 _tensorfs_mount_options="cache_size= threads= export_dtype= model= cache_dir= disk_cache_size= max_connections=
-    readahead= allow_other allow_root auto_unmount default_permissions fsname= subtype= max_read= ro rw dev nodev
+    readahead= proxy= header= allow_other allow_root auto_unmount default_permissions fsname= subtype= max_read= ro rw dev nodev
     suid nosuid exec noexec atime noatime relatime nodiratime sync async dirsync defaults auto noauto user users
     nouser owner group nofail _netdev"
 
@@ -102,7 +102,7 @@ _tensorfs_complete_value() # OPTION
     _tensorfs_takes_value "$1" || return 1
     case $1 in
         -o) _tensorfs_complete_mount_option "$cur" ;;
-        --cache-dir) _filedir -d ;;
+        --cache-dir | --state-dir) _filedir -d ;;
         --dtype) _tensorfs_matching "" "$cur" keep bf16 f16 f32 ;;
         --names) _tensorfs_matching "" "$cur" same gguf auto ;;
     esac # the others take sizes, counts, globs or durations: nothing to offer
@@ -154,8 +154,8 @@ _tensorfs()
         fi
     done
 
-    local source_options="--cache-dir --disk-cache-size --help"
-    local mount_options="-f -d -s -o --cache-size --threads $source_options"
+    local source_options="--cache-dir --disk-cache-size -o --help"
+    local mount_options="-f -d -s --cache-size --threads --secrets-fd $source_options"
     local options argument=file
     case $command in
         mount)
@@ -174,6 +174,7 @@ _tensorfs()
         diff) options="--tensors --names --json --csv --quiet $source_options" ;;
         prefetch) options="--tensors --files --quiet --verify $source_options" ;;
         status) options="--json --help" argument=none ;;
+        csi) options="--endpoint --node-id --state-dir --cache-dir --disk-cache-size --help" argument=none ;;
         cache)
             options="--cache-dir --help" argument=none
             if [[ ${#positional[@]} -eq 0 ]]; then

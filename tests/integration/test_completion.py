@@ -20,7 +20,7 @@ BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
 WORDBREAKS = "\"'><=;|&(:"
 
 COMMANDS = ["mount", "umount", "ls", "info", "validate", "cat", "convert", "stats", "diff", "prefetch", "status",
-            "cache", "help"]
+            "cache", "csi", "help"]
 
 # Sources bash-completion and the script, checks that `complete` names a function for tensorfs, calls it as bash
 # does and prints, NUL-separated: whether it asked for no space after the word, then COMPREPLY. compopt only works
@@ -93,7 +93,7 @@ class Commands(unittest.TestCase):
 
     def test_every_command(self):
         self.assertEqual(complete("tensorfs ")[0], sorted(COMMANDS))
-        self.assertEqual(complete("tensorfs c")[0], ["cache", "cat", "convert"])
+        self.assertEqual(complete("tensorfs c")[0], ["cache", "cat", "convert", "csi"])
         self.assertEqual(complete("tensorfs -")[0], ["--help", "--version"])
 
     def test_help_names_the_commands(self):
@@ -114,6 +114,7 @@ class Commands(unittest.TestCase):
             "status": ["--json"],
             "cache": ["--cache-dir"],
             "cache prune": ["--older-than", "--max-size"],
+            "csi": ["--endpoint", "--node-id", "--state-dir", "--cache-dir", "--disk-cache-size"],
         }
         for command, options in expected.items():
             with self.subTest(command=command):
