@@ -7,7 +7,7 @@ _tensorfs_commands="mount umount ls info validate cat convert stats diff prefetc
 
 # Options that take a value (the next word).
 _tensorfs_value_options=(-o --cache-size --threads --cache-dir --disk-cache-size --dtype --names --tensors --files
-    --older-than --max-size --secrets-fd --endpoint --node-id --state-dir)
+    --older-than --max-size --secrets-fd --endpoint --node-id --state-dir --local-root)
 
 # `-o` options: tensorfs's own (NAME= takes a value), libfuse's, and mount(8)'s that tensorfs accepts.
 _tensorfs_mount_options="cache_size= threads= export_dtype= model= cache_dir= disk_cache_size= max_connections=
@@ -102,7 +102,7 @@ _tensorfs_complete_value() # OPTION
     _tensorfs_takes_value "$1" || return 1
     case $1 in
         -o) _tensorfs_complete_mount_option "$cur" ;;
-        --cache-dir | --state-dir) _filedir -d ;;
+        --cache-dir | --state-dir | --local-root) _filedir -d ;;
         --dtype) _tensorfs_matching "" "$cur" keep bf16 f16 f32 ;;
         --names) _tensorfs_matching "" "$cur" same gguf auto ;;
     esac # the others take sizes, counts, globs or durations: nothing to offer
@@ -174,7 +174,7 @@ _tensorfs()
         diff) options="--tensors --names --json --csv --quiet $source_options" ;;
         prefetch) options="--tensors --files --quiet --verify $source_options" ;;
         status) options="--json --help" argument=none ;;
-        csi) options="--endpoint --node-id --state-dir --cache-dir --disk-cache-size --help" argument=none ;;
+        csi) options="--endpoint --node-id --state-dir --cache-dir --disk-cache-size --local-root --help" argument=none ;;
         cache)
             options="--cache-dir --help" argument=none
             if [[ ${#positional[@]} -eq 0 ]]; then

@@ -85,7 +85,7 @@ constexpr CommandHelp kCommands[] = {
      "Safe while mounts use the folder: they fetch again what was removed.\n"},
     {"csi",
      "usage: tensorfs csi --endpoint unix:///PATH/csi.sock --node-id NAME [--state-dir DIR] [--cache-dir DIR]\n"
-     "                    [--disk-cache-size SIZE]\n"
+     "                    [--disk-cache-size SIZE] [--local-root DIR]\n"
      "\n"
      "Serves the CSI node plugin of driver csi.tensorfs.io (CSI v1 Identity and Node services) at the socket, for\n"
      "kubelet: a volume is a SOURCE (volumeAttributes: source, and mount options by their names), mounted\n"
@@ -93,7 +93,8 @@ constexpr CommandHelp kCommands[] = {
      "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, username, password) reach the daemon through a\n"
      "pipe, never a command line, environment or file. --state-dir (default /var/lib/tensorfs/csi) keeps what was\n"
      "published, for a restarted plugin; --cache-dir (default /var/cache/tensorfs) is the one disk cache of every\n"
-     "volume of the node, --disk-cache-size its size. The plugin is started again if it dies; SIGTERM ends it.\n"
+     "volume of the node, --disk-cache-size its size. A local SOURCE must be under --local-root (default\n"
+     "/srv/models). The plugin is started again if it dies; SIGTERM ends it.\n"
      "deploy/kubernetes/ in the source holds the manifests; the README's Kubernetes section says the rest.\n"},
     {"help", "usage: tensorfs help [COMMAND]\n"},
 };

@@ -1,5 +1,5 @@
 // `tensorfs csi --endpoint unix:///PATH/csi.sock --node-id NAME [--state-dir DIR] [--cache-dir DIR]
-//               [--disk-cache-size SIZE]`: runs the CSI node plugin, tensorfs-csi (src/csi), and keeps it running.
+//               [--disk-cache-size SIZE] [--local-root DIR]`: runs the CSI node plugin, tensorfs-csi (src/csi), and keeps it running.
 //
 // The plugin is an executable of its own (no other tensorfs process loads gRPC). This process stays as its parent:
 // it passes SIGTERM and SIGINT on, starts the plugin again when it dies of anything else (a crash, SIGKILL), and

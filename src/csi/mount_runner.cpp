@@ -39,8 +39,8 @@ bool says_any(const std::string& message, const std::array<std::string_view, N>&
 // tensorfs's stderr as one line: its lines joined with "; ".
 std::string one_line(std::string text) {
     while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-    for (char& c : text) {
-        if (c == '\n') c = ';';
+    for (std::size_t newline = text.find('\n'); newline != std::string::npos; newline = text.find('\n', newline)) {
+        text.replace(newline, 1, "; ");
     }
     return text.empty() ? "tensorfs mount said nothing" : text;
 }

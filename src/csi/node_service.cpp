@@ -52,7 +52,7 @@ bool same_volume(const std::optional<PublishedVolume>& record, const MountEntry&
 grpc::Status NodeService::NodePublishVolume(grpc::ServerContext*, const ::csi::v1::NodePublishVolumeRequest* message,
                                             ::csi::v1::NodePublishVolumeResponse*) {
     PublishRequest request;
-    if (auto status = check_publish(*message, request); !status.ok()) {
+    if (auto status = check_publish(*message, local_root_, request); !status.ok()) {
         return logged("NodePublishVolume", message->target_path(), status);
     }
     const auto held = locks_.take(request.target);

@@ -3,6 +3,7 @@
 // still serves.
 #pragma once
 
+#include <filesystem>
 #include <string>
 
 #include "csi.grpc.pb.h"
@@ -14,8 +15,11 @@ namespace tensorfs::csi {
 
 class NodeService final : public ::csi::v1::Node::Service {
 public:
-    NodeService(std::string node_id, MountSettings settings, VolumeStore& store)
-        : node_id_(std::move(node_id)), settings_(std::move(settings)), store_(store) {}
+    NodeService(std::string node_id, std::filesystem::path local_root, MountSettings settings, VolumeStore& store)
+        : node_id_(std::move(node_id)),
+          local_root_(std::move(local_root)),
+          settings_(std::move(settings)),
+          store_(store) {}
 
     grpc::Status NodePublishVolume(grpc::ServerContext*, const ::csi::v1::NodePublishVolumeRequest* request,
                                    ::csi::v1::NodePublishVolumeResponse*) override;
@@ -38,6 +42,7 @@ private:
     grpc::Status unpublish(const std::string& target);
 
     std::string node_id_;
+    std::filesystem::path local_root_;  // local SOURCEs must be under it
     MountSettings settings_;
     VolumeStore& store_;
     TargetLocks locks_;

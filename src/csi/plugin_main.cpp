@@ -27,6 +27,7 @@ struct PluginOptions {
     std::string socket;  // the endpoint's path
     std::string node_id;
     std::string state_dir = "/var/lib/tensorfs/csi";
+    std::string local_root = "/srv/models";
     MountSettings mount{"", "/var/cache/tensorfs", ""};
 };
 
@@ -62,6 +63,8 @@ int parse_arguments(const std::vector<std::string>& args, PluginOptions& options
             options.node_id = value;
         } else if (flag == "--state-dir") {
             options.state_dir = value;
+        } else if (flag == "--local-root") {
+            options.local_root = value;
         } else if (flag == "--cache-dir") {
             options.mount.cache_dir = value;
         } else if (flag == "--disk-cache-size") {
@@ -85,7 +88,7 @@ int parse_arguments(const std::vector<std::string>& args, PluginOptions& options
     if (!options.socket.starts_with("/")) {
         return usage_error("--endpoint '" + options.endpoint + "' is not unix:///ABSOLUTE/PATH");
     }
-    for (const std::string* folder : {&options.state_dir, &options.mount.cache_dir}) {
+    for (const std::string* folder : {&options.state_dir, &options.mount.cache_dir, &options.local_root}) {
         if (!folder->starts_with("/")) return usage_error("'" + *folder + "' is not an absolute path");
     }
     return 0;
@@ -131,7 +134,9 @@ int serve(const PluginOptions& options) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
     IdentityService identity(options.mount.tensorfs);
-    NodeService node(options.node_id, options.mount, *store);
+    std::error_code resolved;
+    NodeService node(options.node_id, std::filesystem::weakly_canonical(options.local_root, resolved), options.mount,
+                     *store);
     node.forget_unmounted();
     grpc::ServerBuilder builder;
     builder.AddListeningPort("unix:" + options.socket, grpc::InsecureServerCredentials());

@@ -93,7 +93,7 @@ std::string clear_target(const std::string& target, const std::optional<DaemonPr
     // A round of the loop takes two unmounts at most, and the daemon its grace after it: all within the bound.
     const auto deadline = Clock::now() + kUnpublishBound - kDaemonGrace - 2 * kUnmountLimit;
     while (!mounts_at(target).empty()) {
-        if (Clock::now() >= deadline) return "still mounted after " + std::to_string(kUnpublishBound.count()) + " s";
+        if (Clock::now() >= deadline) return "still mounted: no unmount succeeded in the time there was";
         const int plain = unmount(target, 0);
         if (plain == 0 || plain == EINVAL) continue;  // EINVAL: not a mount any more (someone else unmounted it)
         const int lazy = unmount(target, MNT_DETACH);

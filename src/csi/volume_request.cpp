@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
 
 #include "mount_table.hpp"
 
@@ -109,9 +110,7 @@ grpc::Status check_secrets(const ::csi::v1::NodePublishVolumeRequest& message, P
         }
         // A secret made from a file (kubectl create secret --from-file) often ends with a newline.
         std::string value = raw;
-        while (!value.empty() && (value.back() == '\n' || value.back() == '\r' || value.back() == ' ')) {
-            value.pop_back();
-        }
+        while (!value.empty() && (value.back() == '\n' || value.back() == '\r')) value.pop_back();
         const bool control = std::any_of(value.begin(), value.end(),
                                          [](char c) { return static_cast<unsigned char>(c) < ' ' || c == 0x7f; });
         if (control) return invalid("secrets: the value of '" + name + "' holds a control character");
@@ -126,6 +125,23 @@ grpc::Status check_secrets(const ::csi::v1::NodePublishVolumeRequest& message, P
     return grpc::Status::OK;
 }
 
+// A local SOURCE must lie under the plugin's --local-root (symbolic links resolved): a pod may name any volume, and
+// the plugin reads the node's files as root.
+grpc::Status check_local_source(const std::string& source, const std::filesystem::path& local_root) {
+    if (!source.starts_with("/")) {
+        return invalid("volume_context: source '" + source +
+                       "' is neither an absolute path on the node nor an http(s)://, hf:// or s3:// address");
+    }
+    std::error_code error;
+    const std::filesystem::path resolved = std::filesystem::weakly_canonical(source, error);
+    const std::filesystem::path relative = resolved.lexically_relative(local_root);
+    if (error || relative.empty() || *relative.begin() == "..") {
+        return invalid("volume_context: source '" + source + "' is not under " + local_root.string() +
+                       ", the folder of local sources (tensorfs csi --local-root)");
+    }
+    return grpc::Status::OK;
+}
+
 }  // namespace
 
 const std::vector<std::string>& volume_option_keys() {
@@ -135,7 +151,8 @@ const std::vector<std::string>& volume_option_keys() {
     return keys;
 }
 
-grpc::Status check_publish(const ::csi::v1::NodePublishVolumeRequest& message, PublishRequest& request) {
+grpc::Status check_publish(const ::csi::v1::NodePublishVolumeRequest& message, const std::filesystem::path& local_root,
+                           PublishRequest& request) {
     if (message.volume_id().empty()) return invalid("volume_id is missing");
     if (message.target_path().empty()) return invalid("target_path is missing");
     if (!message.target_path().starts_with("/")) return invalid("target_path is not an absolute path");
@@ -144,11 +161,7 @@ grpc::Status check_publish(const ::csi::v1::NodePublishVolumeRequest& message, P
     if (auto status = check_secrets(message, request); !status.ok()) return status;
     request.volume_id = message.volume_id();
     request.target = resolved_target(message.target_path());
-    if (!is_remote(request.source) && !request.source.starts_with("/")) {
-        return invalid("volume_context: source '" + request.source +
-                       "' is neither an absolute path on the node nor an http(s)://, hf:// or s3:// address");
-    }
-    return grpc::Status::OK;
+    return is_remote(request.source) ? grpc::Status::OK : check_local_source(request.source, local_root);
 }
 
 }  // namespace tensorfs::csi

@@ -4,6 +4,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,7 +25,9 @@ struct PublishRequest {
 // refused), in the order the README lists them.
 const std::vector<std::string>& volume_option_keys();
 
-// OK and `request` filled, or INVALID_ARGUMENT naming what is wrong (never quoting a secret's value).
-grpc::Status check_publish(const ::csi::v1::NodePublishVolumeRequest& message, PublishRequest& request);
+// OK and `request` filled, or INVALID_ARGUMENT naming what is wrong (never quoting a secret's value). A local SOURCE
+// must be under `local_root` (absolute, without symbolic links).
+grpc::Status check_publish(const ::csi::v1::NodePublishVolumeRequest& message, const std::filesystem::path& local_root,
+                           PublishRequest& request);
 
 }  // namespace tensorfs::csi

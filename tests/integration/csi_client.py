@@ -64,7 +64,7 @@ class Plugin:
         self.env = env
         # The arguments after `tensorfs csi`.
         self.args = ["--endpoint", "unix://" + self.socket, "--node-id", "node-1", "--state-dir", self.state,
-                             "--cache-dir", self.cache]
+                     "--cache-dir", self.cache, "--local-root", "/"]
         self.targets = set()
         self.process = None
         self.channel = None

@@ -6,6 +6,7 @@ import json
 import os
 import unittest
 
+import grpc
 import yaml
 
 from csi_client import Mode, Plugin, capability, pb
@@ -79,9 +80,17 @@ class Manifests(unittest.TestCase):
         plugin.stop()
         # The DaemonSet's paths, moved into the test's folder.
         plugin.args = [a.replace("/csi/", plugin.folder + "/").replace("/var/cache/tensorfs", plugin.cache)
-                       .replace("$(NODE_NAME)", "node-1") for a in container["command"][2:]]
+                       .replace("/srv/models", os.path.dirname(MODEL)).replace("$(NODE_NAME)", "node-1")
+                       for a in container["command"][2:]]
         plugin.start()
         self.assertTrue(plugin.identity.Probe(pb.ProbeRequest()).ready.value)
+        # Local sources only under --local-root, which the DaemonSet mounts from the node.
+        with self.assertRaises(grpc.RpcError) as raised:
+            plugin.publish(plugin.target("outside"), os.path.join(VECTORS, "gguf"))
+        self.assertEqual(raised.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("--local-root", raised.exception.details())
+        self.assertIn("/srv/models", {m["mountPath"] for m in container["volumeMounts"]})
+        self.assertIn("--local-root=/srv/models", container["command"])
 
         inline = by_kind(documents("examples/pod-inline-hf.yaml"))
         [pod] = inline["Pod"]
