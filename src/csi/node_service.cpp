@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "mount_table.hpp"
+#include "mountinfo.hpp"
 #include "volume_mounts.hpp"
 
 namespace tensorfs::csi {

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bounded_call.hpp"
-#include "mount_table.hpp"
+#include "mountinfo.hpp"
 
 namespace tensorfs::csi {
 namespace {

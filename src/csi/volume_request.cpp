@@ -4,7 +4,7 @@
 #include <array>
 #include <filesystem>
 
-#include "mount_table.hpp"
+#include "mountinfo.hpp"
 
 namespace tensorfs::csi {
 namespace {

@@ -1,4 +1,4 @@
-#include "mount_table.hpp"
+#include "mountinfo.hpp"
 
 #include <cstdlib>
 #include <filesystem>
