@@ -278,6 +278,13 @@ class Errors(CsiTest):
         self.assert_code(invalid, lambda: plugin.stats(target, volume_id=""), "volume_id")
         self.assert_code(grpc.StatusCode.NOT_FOUND, lambda: plugin.stats(target), target)
 
+    def test_the_command_line_is_checked_before_anything_starts(self):
+        for args, words in ((["--node-id", "n"], "--endpoint"), (["--endpoint", "tcp://x", "--node-id", "n"], "tcp://x"),
+                            (["--endpoint", "unix:///tmp/x.sock", "--node-id", "n", "--colour", "blue"], "--colour")):
+            result = run("csi", *args)
+            self.assertEqual(result.returncode, 1, result.stderr)
+            self.assertIn(words, result.stderr)
+
 
 class Restarts(CsiTest):
     def test_a_killed_plugin_leaves_volumes_serving_and_a_restarted_one_unpublishes_them(self):
