@@ -15,7 +15,8 @@ GGUF or PyTorch; on the local disk, a web server, the Hugging Face Hub or
 S3) read-only, with one folder per tensor holding its stored bytes, its
 description and its values as float32, bfloat16 and float16, and the whole
 model as one safetensors file. Remote sources are fetched by range requests
-through a disk cache, only where reads touch.")
+through a disk cache, only where reads touch. `tensorfs csi` is a Kubernetes
+CSI node plugin that mounts models as volumes of pods.")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)

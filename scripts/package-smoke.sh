@@ -72,6 +72,18 @@ done | grep -x "$bin" >/dev/null
 read_tensor
 umount "$mnt"
 
+step "tensorfs csi (the plugin installed in /usr/libexec/tensorfs)"
+"$bin" csi --endpoint "unix://$work/csi.sock" --node-id smoke --state-dir "$work/state" --cache-dir "$work/cache" \
+  2>"$work/csi.log" &
+csi=$!
+# It says so once it listens (a bounded wait: 60 s).
+for _ in $(seq 600); do grep -q "csi.tensorfs.io" "$work/csi.log" && break; sleep 0.1; done
+grep -q "csi.tensorfs.io" "$work/csi.log" && [ -S "$work/csi.sock" ] || { cat "$work/csi.log" >&2; exit 1; }
+plugin=$(cat "/proc/$csi/task/$csi/children")
+[ "$(readlink "/proc/${plugin// /}/exe")" = /usr/libexec/tensorfs/tensorfs-csi ]
+kill -TERM "$csi"
+wait "$csi"
+
 step "man tensorfs"
 MANWIDTH=100 man -P cat tensorfs | grep "tensorfs - mount a model checkpoint as a tree of plain files" >/dev/null
 
