@@ -20,9 +20,10 @@ packages+=(libssl-dev)
 # plugin, Python for the tests' client); python3-grpcio runs that client, python3-yaml reads the manifests of
 # deploy/kubernetes, squid is the proxy of test_proxy.
 packages+=(libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-yaml squid)
-# scripts/image.sh (not CI) builds the container image: `scripts/install-deps.sh --image` adds what it runs.
+# scripts/image.sh (not CI) builds the container image: `scripts/install-deps.sh --image` adds what it runs (runc
+# for machines whose cgroup layout crun, podman's default runtime, refuses).
 if [ "${1:-}" = "--image" ]; then
-  packages+=(debootstrap podman)
+  packages+=(debootstrap podman runc)
 fi
 missing=()
 for p in "${packages[@]}"; do
