@@ -396,7 +396,8 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
         }
         curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
         // Without proxy=, libcurl reads the proxy variables itself; NO_PROXY applies either way. The headers above
-        // go to the server only, never in a CONNECT to the proxy (libcurl's CURLHEADER_SEPARATE).
+        // are the request's own (a plain-HTTP proxy reads them as it forwards it); libcurl never puts them in a
+        // CONNECT to the proxy (CURLHEADER_SEPARATE).
         if (!settings_.proxy.empty()) curl_easy_setopt(handle, CURLOPT_PROXY, settings_.proxy.c_str());
         if (request.head) curl_easy_setopt(handle, CURLOPT_NOBODY, 1L);
         if (request.ranged) curl_easy_setopt(handle, CURLOPT_RANGE, range.c_str());
