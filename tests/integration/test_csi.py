@@ -178,7 +178,7 @@ class Publishing(CsiTest):
                     self.assertNotIn(secret, text)
                 plugin.unpublish(target)
                 self.assert_gone(plugin, target)
-        # The token went to the Hub's own host with every request there, and never to the CDN it redirects to.
+        # The token went to the Hub's own host, and never to the CDN it redirects file requests to.
         hub_log = "".join(self.nginx.log_lines("hub.log"))
         self.assertIn(f'authorization="Bearer {token}"', hub_log)
         self.assertNotIn(token, "".join(self.nginx.log_lines("cdn.log")))
