@@ -1,10 +1,13 @@
 #include "mount_options.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
+#include <vector>
 
 #include "libfuse.hpp"
 #include "size_option.hpp"
+#include "suggestions.hpp"
 
 namespace tensorfs::cli {
 namespace {
@@ -20,6 +23,37 @@ constexpr std::array<std::string_view, 19> kIgnoredOptions = {
 
 // Prefixes of options that are comments or settings for other programs (systemd, mount(8) itself).
 constexpr std::array<std::string_view, 3> kIgnoredPrefixes = {"x-", "X-", "comment="};
+
+// tensorfs's own options, by name (NAME=VALUE). take_option_list takes no other option as its own: one parsed
+// below but missing here is refused as unknown, so that this list stays whole, and a mistyped name is matched
+// against it.
+constexpr std::array<std::string_view, 8> kOwnOptions = {
+    "cache_size", "threads", "export_dtype", "model", "cache_dir", "disk_cache_size", "max_connections", "readahead",
+};
+
+// libfuse's and mount(8)'s usual options (libfuse itself says which it takes), for suggestions only.
+constexpr std::array<std::string_view, 19> kOtherOptionNames = {
+    "allow_other", "allow_root", "auto_unmount", "default_permissions", "fsname", "subtype", "max_read",
+    "dev",         "nodev",      "suid",         "nosuid",              "exec",   "noexec",  "atime",
+    "noatime",     "sync",       "async",        "dirsync",             "debug",
+};
+
+bool is_own(std::string_view name) {
+    return std::find(kOwnOptions.begin(), kOwnOptions.end(), name) != kOwnOptions.end();
+}
+
+// "unknown mount option 'OPT'", with OPT's value after the nearest known name when OPT's name looks like a typo
+// of one ("did you mean 'cache_size=1G'?").
+std::string unknown_option(std::string_view option) {
+    const std::string_view name = option.substr(0, option.find('='));
+    std::vector<std::string_view> names(kOwnOptions.begin(), kOwnOptions.end());
+    names.insert(names.end(), kOtherOptionNames.begin(), kOtherOptionNames.end());
+    names.insert(names.end(), kIgnoredOptions.begin(), kIgnoredOptions.end());
+    const std::string found = nearest(name, names);
+    std::string message = "unknown mount option '" + std::string(option) + "'";
+    if (found.empty() || found == name) return message;
+    return message + "; did you mean '" + found + std::string(option.substr(name.size())) + "'?";
+}
 
 bool is_ignored(std::string_view option) {
     for (const auto ignored : kIgnoredOptions) {
@@ -48,7 +82,12 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
         const std::string_view option = list.substr(start, comma - start);
         start = comma + 1;
         if (option.empty() || is_ignored(option)) continue;
-        if (option.starts_with("cache_size=")) {
+        if (!is_own(option.substr(0, option.find('=')))) {
+            if (!libfuse_accepts(std::string(option))) return unknown_option(option);
+            options.fuse_options.emplace_back(option);
+        } else if (option.find('=') == std::string_view::npos) {
+            return std::string(option) + " needs a value: " + std::string(option) + "=...";
+        } else if (option.starts_with("cache_size=")) {
             const auto size = parse_size(option.substr(11));
             if (!size) return "bad cache_size '" + std::string(option.substr(11)) + "' (e.g. 512M, 2G)";
             options.cache_size = *size;
@@ -81,10 +120,8 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
             const auto size = parse_size(option.substr(10));
             if (!size) return "bad readahead '" + std::string(option.substr(10)) + "' (e.g. 64M; 0 for none)";
             options.source_options.readahead = *size;
-        } else if (libfuse_accepts(std::string(option))) {
-            options.fuse_options.emplace_back(option);
         } else {
-            return "unknown mount option '" + std::string(option) + "'";
+            return "unknown mount option '" + std::string(option) + "'";  // listed in kOwnOptions, parsed nowhere
         }
     }
     return {};

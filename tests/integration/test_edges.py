@@ -211,6 +211,19 @@ class ArgumentsAndHelp(unittest.TestCase):
                     self.assertNotIn("libfuse options", result.stdout)
 
 
+class MountOptionEdges(unittest.TestCase):
+    def test_a_mistyped_option_gets_the_nearest_name(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for option, suggested in (("cach_size=1G", "cache_size=1G"), ("allow_othr", "allow_other"),
+                                      ("readahaed=8M", "readahead=8M")):
+                with self.subTest(option=option):
+                    result = run("mount", GGUF, tmp, "-o", option)
+                    self.assertEqual((result.returncode, result.stderr),
+                                     (1, f"tensorfs: unknown mount option '{option}'; did you mean '{suggested}'?; "
+                                         "try 'tensorfs --help'\n"))
+                    self.assertFalse(is_mounted(tmp))
+
+
 def bf16_bits(values):
     """float32 -> bfloat16 bits, round to nearest even (NaN aside)."""
     bits = values.view(np.uint32).astype(np.uint64)

@@ -123,6 +123,11 @@ BOOST_AUTO_TEST_CASE(unknown_ones_are_refused) {
     BOOST_TEST(take_option_list("max_read=much", options) == "unknown mount option 'max_read=much'");
     // libfuse's command-line options are not mount options: threads=N is ours.
     BOOST_TEST(take_option_list("max_threads=4", options) == "unknown mount option 'max_threads=4'");
+    // A typo of a name: the nearest one, with the value given.
+    BOOST_TEST(take_option_list("cach_size=1G", options) ==
+               "unknown mount option 'cach_size=1G'; did you mean 'cache_size=1G'?");
+    BOOST_TEST(take_option_list("nodeev", options) == "unknown mount option 'nodeev'; did you mean 'nodev'?");
+    BOOST_TEST(take_option_list("threads", options) == "threads needs a value: threads=...");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
