@@ -79,7 +79,7 @@ constexpr const char* kUsage =
     "\n"
     "mount options:\n"
     "  -f                 stay in the foreground\n"
-    "  -d                 debug: print every FUSE request (implies -f)\n"
+    "  -d, -o debug       debug: print every FUSE request (implies -f)\n"
     "  -s                 serve requests on one thread\n"
     "  -o OPT[,OPT...]    tensorfs's own options, libfuse's (below) and the usual mount(8) ones:\n"
     "                       cache_size=SIZE   decoded chunks kept in memory (K, M, G, T suffixes)\n"

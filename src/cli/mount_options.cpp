@@ -82,6 +82,12 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
         const std::string_view option = list.substr(start, comma - start);
         start = comma + 1;
         if (option.empty() || is_ignored(option)) continue;
+        if (option == "debug") {
+            // As -d: libfuse's lines about every request go to stderr, which a daemon in the background has not.
+            options.debug = true;
+            options.foreground = true;
+            continue;
+        }
         if (!is_own(option.substr(0, option.find('=')))) {
             if (!libfuse_accepts(std::string(option))) return unknown_option(option);
             options.fuse_options.emplace_back(option);

@@ -5,13 +5,15 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import unittest
 
 import numpy as np
 
 from pytorch_checkpoints import every_dtype_state_dict, write_sharded
-from tensorfs_mount import VECTORS, Mount, daemon_pids, is_mounted, manifest, read_file, run, unmount
+from tensorfs_mount import (BIN, VECTORS, Mount, daemon_pids, is_mounted, manifest, read_file, run, unmount,
+                            unmount_or_detach, wait_until)
 
 GGUF = os.path.join(VECTORS, "gguf/tiny-llama-Q4_K_M.gguf")
 SAFETENSORS = os.path.join(VECTORS, "safetensors/all_dtypes.safetensors")
@@ -222,6 +224,22 @@ class MountOptionEdges(unittest.TestCase):
                                      (1, f"tensorfs: unknown mount option '{option}'; did you mean '{suggested}'?; "
                                          "try 'tensorfs --help'\n"))
                     self.assertFalse(is_mounted(tmp))
+
+    def test_o_debug_is_dash_d(self):
+        # In the foreground, libfuse's line for every request on stderr, until the unmount.
+        with tempfile.TemporaryDirectory() as tmp:
+            process = subprocess.Popen([BIN, "mount", GGUF, tmp, "-o", "debug"], stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            try:
+                self.assertTrue(wait_until(lambda: is_mounted(tmp) or process.poll() is not None))
+                self.assertTrue(is_mounted(tmp))
+                self.assertIn("tensor_count", read_file(os.path.join(tmp, "model.json")).decode())
+                self.assertIsNone(process.poll())  # in the foreground
+            finally:
+                unmount_or_detach(tmp)
+                _, stderr = process.communicate(timeout=60)
+            self.assertEqual(process.returncode, 0, stderr)
+            self.assertIn("opcode: LOOKUP", stderr)
 
 
 def bf16_bits(values):
