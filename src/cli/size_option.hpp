@@ -1,4 +1,5 @@
-// Sizes on the command line: a number with an optional K, M, G or T suffix (powers of 1024).
+// Sizes on the command line: a number with an optional unit K, M, G or T (powers of 1024), in any case, with or
+// without "iB" or "B" after it (512M, 512m, 512MiB, 512MB).
 #pragma once
 
 #include <cstdint>

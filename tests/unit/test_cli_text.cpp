@@ -4,6 +4,7 @@
 
 #include "cli/metadata_text.hpp"
 #include "cli/mount_options.hpp"
+#include "cli/size_option.hpp"
 #include "cli/text_output.hpp"
 
 using namespace tensorfs;
@@ -103,6 +104,20 @@ BOOST_AUTO_TEST_CASE(ours_are_taken_out) {
     BOOST_TEST(options.fuse_options.empty());
     BOOST_TEST(take_option_list("cache_size=lots", options) == "bad cache_size 'lots' (e.g. 512M, 2G)");
     BOOST_TEST(take_option_list("threads=0", options) == "bad threads '0' (1 to 1024)");
+}
+
+BOOST_AUTO_TEST_CASE(size_units_in_any_case_with_or_without_ib) {
+    const auto bytes = [](const char* text) { return parse_size(text).value_or(UINT64_MAX); };
+    for (const char* text : {"512M", "512m", "512MiB", "512mib", "512MIB", "512MB", "512mb"}) {
+        BOOST_TEST(bytes(text) == std::uint64_t{512} << 20, text);
+    }
+    BOOST_TEST(bytes("2g") == std::uint64_t{2} << 30);
+    BOOST_TEST(bytes("64k") == 64u << 10);
+    BOOST_TEST(bytes("512B") == 512u);
+    BOOST_TEST(bytes("512") == 512u);
+    for (const char* text : {"512iB", "512MiBs", "512x", "M", "", "-1G", "20000000000T"}) {
+        BOOST_TEST(!parse_size(text).has_value(), text);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(what_mount8_passes_is_accepted) {
