@@ -57,6 +57,10 @@ std::string take_source_flags(const SplitArguments& split, SourceOptions& option
     if (const auto size = split.values.find("--disk-cache-size"); size != split.values.end()) {
         const auto bytes = parse_size(size->second);
         if (!bytes) return "bad --disk-cache-size '" + size->second + "' (e.g. 10G; 0 for none)";
+        if (std::string problem = disk_cache_size_problem("--disk-cache-size", size->second, *bytes);
+            !problem.empty()) {
+            return problem;
+        }
         options.disk_cache_size = *bytes;
     }
     return {};

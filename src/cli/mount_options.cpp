@@ -8,6 +8,7 @@
 #include "libfuse.hpp"
 #include "size_option.hpp"
 #include "suggestions.hpp"
+#include "tensorfs/dequant_reader.hpp"
 
 namespace tensorfs::cli {
 namespace {
@@ -96,6 +97,12 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
         } else if (option.starts_with("cache_size=")) {
             const auto size = parse_size(option.substr(11));
             if (!size) return "bad cache_size '" + std::string(option.substr(11)) + "' (e.g. 512M, 2G)";
+            const std::uint64_t smallest_chunk = chunk_bytes_for_budget(0);
+            if (std::string problem = budget_problem("cache_size", option.substr(11), *size, smallest_chunk,
+                                                     "one chunk of decoded values");
+                !problem.empty()) {
+                return problem;
+            }
             options.cache_size = *size;
         } else if (option.starts_with("export_dtype=")) {
             const auto dtype = export_dtype_named(option.substr(13));
@@ -114,6 +121,10 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
         } else if (option.starts_with("disk_cache_size=")) {
             const auto size = parse_size(option.substr(16));
             if (!size) return "bad disk_cache_size '" + std::string(option.substr(16)) + "' (e.g. 10G; 0 for none)";
+            if (std::string problem = disk_cache_size_problem("disk_cache_size", option.substr(16), *size);
+                !problem.empty()) {
+                return problem;
+            }
             options.source_options.disk_cache_size = *size;
         } else if (option.starts_with("max_connections=")) {
             const auto connections = parse_threads(option.substr(16));

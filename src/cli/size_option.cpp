@@ -4,6 +4,8 @@
 #include <charconv>
 #include <string>
 
+#include "remote/block.hpp"
+
 namespace tensorfs::cli {
 
 std::optional<std::uint64_t> parse_size(std::string_view text) {
@@ -26,6 +28,18 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
     else if (!unit.empty()) return std::nullopt;
     if (shift > 0 && number > (UINT64_MAX >> shift)) return std::nullopt;
     return number << shift;
+}
+
+std::string budget_problem(std::string_view name, std::string_view text, std::uint64_t bytes, std::uint64_t least,
+                           std::string_view what) {
+    if (bytes >= least) return {};
+    return std::string(name) + "=" + std::string(text) + " is " + std::to_string(bytes) + " bytes, less than " +
+           std::string(what) + "; sizes take a unit: 512M, 2G";
+}
+
+std::string disk_cache_size_problem(std::string_view name, std::string_view text, std::uint64_t bytes) {
+    if (bytes == 0) return {};
+    return budget_problem(name, text, bytes, remote::kBlockBytes, "one block of the disk cache (0 turns it off)");
 }
 
 }  // namespace tensorfs::cli

@@ -4,10 +4,19 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace tensorfs::cli {
 
 std::optional<std::uint64_t> parse_size(std::string_view text);
+
+// Why a budget of `bytes`, given as `name`=`text`, is refused: less than `least` bytes (`what`: "one block"), most
+// likely a number whose unit was left out (cache_size=512 for 512M). "" when it holds `least` or more.
+std::string budget_problem(std::string_view name, std::string_view text, std::uint64_t bytes, std::uint64_t least,
+                           std::string_view what);
+
+// budget_problem for a disk cache size: 0 (no disk cache), or at least one block.
+std::string disk_cache_size_problem(std::string_view name, std::string_view text, std::uint64_t bytes);
 
 }  // namespace tensorfs::cli

@@ -225,6 +225,28 @@ class MountOptionEdges(unittest.TestCase):
                                          "try 'tensorfs --help'\n"))
                     self.assertFalse(is_mounted(tmp))
 
+    def test_size_units_in_any_case_and_budgets_under_one_block(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                result = run("mount", GGUF, tmp, "-o", "cache_size=32m")
+                self.assertEqual((result.returncode, result.stderr), (0, ""))
+                with open(os.path.join(tmp, ".tensorfs/stats.json")) as f:
+                    self.assertEqual(json.load(f)["cache"]["budget"], 32 << 20)
+            finally:
+                unmount_or_detach(tmp)
+            for args, given in ((("mount", GGUF, tmp, "-o", "cache_size=512"), "cache_size=512"),
+                                (("mount", GGUF, tmp, "--cache-size", "512"), "cache_size=512"),
+                                (("mount", GGUF, tmp, "-o", "disk_cache_size=100"), "disk_cache_size=100"),
+                                (("ls", GGUF, "--disk-cache-size", "100"), "--disk-cache-size=100")):
+                with self.subTest(args=args):
+                    result = run(*args)
+                    mounted = is_mounted(tmp)
+                    unmount_or_detach(tmp)
+                    self.assertFalse(mounted)
+                    self.assertEqual(result.returncode, 1)
+                    self.assertRegex(result.stderr, rf"^tensorfs: {given} is \d+ bytes, less than one (chunk|block) .*"
+                                                    r"; sizes take a unit: 512M, 2G; try 'tensorfs --help'\n$")
+
     def test_o_debug_is_dash_d(self):
         # In the foreground, libfuse's line for every request on stderr, until the unmount.
         with tempfile.TemporaryDirectory() as tmp:
