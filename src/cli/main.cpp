@@ -93,7 +93,7 @@ constexpr const char* kUsage =
     "                       disk_cache_size=SIZE  the most it holds (default 10G; 0: no disk cache)\n"
     "                       max_connections=N range requests in flight for read-ahead (default 16, at most 64)\n"
     "                       readahead=SIZE    how far ahead of a sequential reader to fetch, at most (default\n"
-    "                                         64M, and at most half of cache_size)\n"
+    "                                         64M, and at most a quarter of cache_size; a warning when cut)\n"
     "                       dev, nodev, suid, nosuid, exec, noexec, atime, noatime, sync, async, dirsync\n"
     "                       ro, rw (the mount is read-only either way), defaults, auto, noauto, user,\n"
     "                       users, nouser, owner, group, nofail, _netdev, x-*, comment=*, relatime,\n"

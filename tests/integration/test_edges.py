@@ -11,6 +11,7 @@ import unittest
 
 import numpy as np
 
+import remote_servers
 from pytorch_checkpoints import every_dtype_state_dict, write_sharded
 from tensorfs_mount import (BIN, VECTORS, Mount, daemon_pids, is_mounted, manifest, read_file, run, unmount,
                             unmount_or_detach, wait_until)
@@ -262,6 +263,37 @@ class MountOptionEdges(unittest.TestCase):
                 _, stderr = process.communicate(timeout=60)
             self.assertEqual(process.returncode, 0, stderr)
             self.assertIn("opcode: LOOKUP", stderr)
+
+
+class RemoteEdges(unittest.TestCase):
+    """nginx serving a GGUF file and a sharded safetensors folder."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.data = tempfile.mkdtemp(prefix="tensorfs-edges-data-")
+        shutil.copy(GGUF, cls.data)
+        shutil.copytree(SHARDS, os.path.join(cls.data, "sharded"))
+        cls.nginx = remote_servers.Nginx(cls.data)
+        cls.cache = tempfile.mkdtemp(prefix="tensorfs-edges-cache-")
+        cls.env = {**os.environ, "XDG_CACHE_HOME": cls.cache, "NO_PROXY": "127.0.0.1,localhost",
+                   "no_proxy": "127.0.0.1,localhost"}
+        cls.url = f"http://127.0.0.1:{cls.nginx.http}"
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.nginx.stop()
+        shutil.rmtree(cls.cache, ignore_errors=True)
+        shutil.rmtree(cls.data, ignore_errors=True)
+
+    def test_a_readahead_that_cache_size_cuts_gets_a_warning(self):
+        gguf = f"{self.url}/{os.path.basename(GGUF)}"
+        with Mount(gguf, "-o", "cache_size=64M,readahead=64M", env=self.env) as m:
+            self.assertEqual(m.stderr, "tensorfs: warning: readahead=64M is cut to 16M, the most that cache_size=64M "
+                                       "allows; raise cache_size for more\n")
+            with open(os.path.join(m.path, ".tensorfs/stats.json")) as f:
+                self.assertEqual(json.load(f)["remote"]["readahead"]["limit_bytes"], 16 << 20)
+        with Mount(gguf, "-o", "cache_size=64M,readahead=16M", env=self.env) as m:
+            self.assertEqual(m.stderr, "")
 
 
 def bf16_bits(values):
