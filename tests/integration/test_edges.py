@@ -265,6 +265,30 @@ class MountOptionEdges(unittest.TestCase):
             self.assertIn("opcode: LOOKUP", stderr)
 
 
+class CacheCommandEdges(unittest.TestCase):
+    def test_a_duration_needs_its_unit(self):
+        with tempfile.TemporaryDirectory() as cache:
+            result = run("cache", "--cache-dir", cache, "prune", "--older-than", "3")
+            self.assertEqual((result.returncode, result.stderr),
+                             (1, "tensorfs: bad --older-than '3': a number and its unit, s, m, h, d or w (e.g. 30m, "
+                                 "12h, 7d); try 'tensorfs --help'\n"))
+            result = run("cache", "--cache-dir", cache, "prune", "--older-than", "3s")
+            self.assertEqual((result.returncode, result.stdout), (0, "removed 0 B, 0 B left (0 blocks scanned)\n"))
+
+    def test_a_mistyped_action_and_a_missing_folder(self):
+        with tempfile.TemporaryDirectory() as cache:
+            result = run("cache", "--cache-dir", cache, "lss")
+            self.assertEqual(result.stderr, "tensorfs: cache: no action 'lss' (ls, du, prune, clear); did you mean "
+                                            "'ls'?; try 'tensorfs --help'\n")
+            missing = os.path.join(cache, "missing")
+            for action in ("ls", "du", "clear"):
+                with self.subTest(action=action):
+                    result = run("cache", "--cache-dir", missing, action)
+                    self.assertEqual((result.returncode, result.stdout, result.stderr),
+                                     (1, "", f"tensorfs: {missing}: no such folder\n"))
+            self.assertFalse(os.path.exists(missing))
+
+
 class RemoteEdges(unittest.TestCase):
     """nginx serving a GGUF file and a sharded safetensors folder."""
 
@@ -284,6 +308,16 @@ class RemoteEdges(unittest.TestCase):
         cls.nginx.stop()
         shutil.rmtree(cls.cache, ignore_errors=True)
         shutil.rmtree(cls.data, ignore_errors=True)
+
+    def test_prune_counts_one_block_as_one(self):
+        cache = tempfile.mkdtemp(prefix="tensorfs-edges-cache-")
+        self.addCleanup(shutil.rmtree, cache)
+        gguf = f"{self.url}/{os.path.basename(GGUF)}"   # under 1 MiB: one block
+        result = run("prefetch", gguf, "--cache-dir", cache, "--quiet", env=self.env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        result = run("cache", "--cache-dir", cache, "prune", "--max-size", "0")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertRegex(result.stdout, r"^removed .*, 0 B left \(1 block scanned\)\n$")
 
     def test_a_readahead_that_cache_size_cuts_gets_a_warning(self):
         gguf = f"{self.url}/{os.path.basename(GGUF)}"
