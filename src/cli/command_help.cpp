@@ -5,7 +5,7 @@ namespace {
 
 struct CommandHelp {
     std::string_view name;
-    std::string_view usage;  // empty: the whole `tensorfs --help`
+    std::string_view usage;  // empty for mount: main.cpp prints its part of the whole help
 };
 
 constexpr CommandHelp kCommands[] = {
@@ -54,7 +54,8 @@ constexpr CommandHelp kCommands[] = {
      "The live counters of a mount: --json its .tensorfs/stats.json as it is, --prometheus its\n"
      ".tensorfs/metrics (Prometheus' text format).\n"},
     {"diff",
-     "usage: tensorfs diff A B [--tensors GLOB] [--names same|gguf|auto] [--json | --csv] [--quiet]\n"
+     "usage: tensorfs diff A B [--tensors GLOB] [--names same|gguf|auto] [--json | --csv] [--quiet] [--cache-dir DIR]\n"
+     "                     [--disk-cache-size SIZE]\n"
      "\n"
      "Error metrics of B against A, tensor by tensor: differing values, max |a-b|, RMSE, relative RMSE, cosine,\n"
      "SNR. --names gguf pairs Hugging Face names with a GGUF's (auto: when exactly one side is a GGUF). --json:\n"
@@ -83,7 +84,11 @@ constexpr CommandHelp kCommands[] = {
      "bytes, last read); du totals it against disk_cache_size; prune removes the least recently read blocks\n"
      "first, those not read for DURATION (30s, 15m, 12h, 7d) and/or until SIZE is left; clear removes them all.\n"
      "Safe while mounts use the folder: they fetch again what was removed.\n"},
-    {"help", "usage: tensorfs help [COMMAND]\n"},
+    {"help",
+     "usage: tensorfs help [COMMAND]\n"
+     "\n"
+     "The usage of COMMAND (the same as tensorfs COMMAND --help): mount, umount, ls, info, cat, convert, validate,\n"
+     "stats, diff, prefetch, status, cache, help. Without COMMAND, the whole help (tensorfs --help).\n"},
 };
 
 }  // namespace

@@ -194,7 +194,8 @@ class ArgumentsAndHelp(unittest.TestCase):
                               (("cat", GGUF, "x", "--bf61"), "unknown option '--bf61'; did you mean '--bf16'?"),
                               (("mount", GGUF, "/x", "--thread", "2"),
                                "unknown option '--thread'; did you mean '--threads'?"),
-                              (("help", "mout"), "no command 'mout'; did you mean 'mount'?")]:
+                              (("help", "mout"), "no command 'mout'; did you mean 'mount'?"),
+                              (("--verison",), "unknown option '--verison'; did you mean '--version'?")]:
             with self.subTest(args=args):
                 result = run(*args)
                 self.assertEqual(result.returncode, 1)
@@ -328,6 +329,34 @@ class RemoteEdges(unittest.TestCase):
                 self.assertEqual(json.load(f)["remote"]["readahead"]["limit_bytes"], 16 << 20)
         with Mount(gguf, "-o", "cache_size=64M,readahead=16M", env=self.env) as m:
             self.assertEqual(m.stderr, "")
+
+
+class HelpEdges(unittest.TestCase):
+    def test_help_of_help_and_of_mount(self):
+        result = run("help", "--help")
+        self.assertEqual((result.returncode, result.stderr), (0, ""))
+        self.assertTrue(result.stdout.startswith("usage: tensorfs help [COMMAND]\n"), result.stdout)
+        for args in (("help", "mount"), ("mount", "--help")):
+            with self.subTest(args=args):
+                result = run(*args)
+                self.assertEqual((result.returncode, result.stderr), (0, ""))
+                self.assertTrue(result.stdout.startswith("usage: tensorfs mount SOURCE MOUNTPOINT"), result.stdout)
+                for words in ("cache_size=SIZE", "model=PATH", "-o debug", "libfuse options:\n", "allow_other"):
+                    self.assertIn(words, result.stdout)
+                for other in ("tensorfs umount", "tensorfs ls", "commands:"):
+                    self.assertNotIn(other, result.stdout)
+
+    def test_every_command_that_reads_a_source_shows_the_source_flags(self):
+        usage = run("--help").stdout.split("\n\n")[0]
+        for command in ("ls SOURCE", "ls --files SOURCE", "info", "cat", "convert", "validate", "diff", "prefetch"):
+            with self.subTest(command=command):
+                line = usage[usage.index(f"tensorfs {command}"):]
+                line = line[:line.index("\n       tensorfs ")]
+                self.assertIn("[--cache-dir DIR]", line)
+                self.assertIn("[--disk-cache-size SIZE]", line)
+                own = run("help", command.split()[0]).stdout
+                self.assertIn("[--cache-dir DIR]", own)
+                self.assertIn("[--disk-cache-size SIZE]", own)
 
 
 def bf16_bits(values):
