@@ -11,6 +11,7 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "loaded_source.hpp"
+#include "suggestions.hpp"
 #include "tensorfs/content.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/source_files.hpp"
@@ -62,8 +63,11 @@ int cat_command(const Arguments& args) {
     const LoadedSource source(split.positional[0], options);
     const std::optional<std::uint32_t> tensor = find_tensor(source, split.positional[1]);
     if (!tensor) {
-        return failure(split.positional[0] + ": no tensor named '" + split.positional[1] +
-                       "' (tensorfs ls lists them)");
+        std::vector<std::string_view> names;
+        for (const Tensor& candidate : source.catalog.tensors) names.push_back(candidate.name);
+        const std::string meant = nearest_tensor_name(split.positional[1], names);
+        return failure(split.positional[0] + ": no tensor named '" + split.positional[1] + "'" +
+                       (meant.empty() ? "" : "; did you mean '" + visible(meant) + "'?") + " (tensorfs ls lists them)");
     }
     const Tensor& chosen = source.catalog.tensors[*tensor];
     if (view != "--raw" && !source.tree.has_dequant(*tensor)) {

@@ -331,6 +331,16 @@ class RemoteEdges(unittest.TestCase):
             self.assertEqual(m.stderr, "")
 
 
+class CatSuggestsTensorNames(unittest.TestCase):
+    def test_a_name_without_its_suffix_or_with_a_typo(self):
+        for wanted, meant in (("token_embd", "token_embd.weight"), ("blk.0.attn_q.wieght", "blk.0.attn_q.weight")):
+            with self.subTest(wanted=wanted):
+                result = run("cat", GGUF, wanted)
+                self.assertEqual((result.returncode, result.stdout), (1, ""))
+                self.assertEqual(result.stderr, f"tensorfs: {GGUF}: no tensor named '{wanted}'; did you mean "
+                                                f"'{meant}'? (tensorfs ls lists them)\n")
+
+
 class HelpEdges(unittest.TestCase):
     def test_help_of_help_and_of_mount(self):
         result = run("help", "--help")
