@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import unittest
@@ -150,6 +151,55 @@ class MountPointEdges(unittest.TestCase):
             result = run("umount", mount.path)
             self.assertEqual((result.returncode, result.stderr), (0, ""))
             self.assertFalse(is_mounted(mount.path))
+
+    def test_umount_of_a_folder_that_does_not_exist(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            missing = os.path.join(tmp, "missing")
+            result = run("umount", missing)
+            self.assertEqual((result.returncode, result.stderr), (2, f"tensorfs: {missing}: no such folder\n"))
+
+    def test_a_mount_inside_a_mount_is_refused(self):
+        with Mount(GGUF) as mount:
+            inner = os.path.join(mount.path, "blk.0.attn_q.weight")
+            link = os.path.join(mount.tmp, "link")
+            os.symlink(inner, link)
+            for target in (inner, link):
+                with self.subTest(target=target):
+                    result = run("mount", GGUF, target)
+                    mounted = is_mounted(target)
+                    unmount_or_detach(target)
+                    self.assertFalse(mounted)
+                    self.assertEqual((result.returncode, result.stderr),
+                                     (2, f"tensorfs: {target}: inside the tensorfs mount {mount.path} (a read-only "
+                                         f"tree of {GGUF}); mount somewhere else\n"))
+            os.unlink(link)
+
+    @unittest.skipUnless(os.geteuid() == 0 and shutil.which("mount"), "a bind mount needs root and mount(8)")
+    def test_umount_names_the_mounts_inside(self):
+        with Mount(GGUF) as mount, tempfile.TemporaryDirectory() as other:
+            inner = os.path.join(mount.path, "blk.0.attn_q.weight")
+            subprocess.run(["mount", "--bind", other, inner], check=True)
+            try:
+                result = run("umount", mount.path)
+                self.assertEqual((result.returncode, result.stderr),
+                                 (2, f"tensorfs: {mount.path}: busy: {inner} is a mount inside it; unmount it "
+                                     "first\n"))
+                self.assertTrue(is_mounted(mount.path))
+            finally:
+                subprocess.run(["umount", inner], check=True)
+            result = run("umount", mount.path)
+            self.assertEqual((result.returncode, result.stderr), (0, ""))
+
+    def test_stats_of_a_mount_whose_daemon_died_says_how_to_clear_it(self):
+        with Mount(GGUF) as mount:
+            pids = daemon_pids(mount.path)
+            self.assertEqual(len(pids), 1)
+            os.kill(pids[0], signal.SIGKILL)
+            self.assertTrue(wait_until(lambda: not daemon_pids(mount.path)))
+            result = run("stats", mount.path)
+            self.assertEqual((result.returncode, result.stderr),
+                             (1, f"tensorfs: {mount.path}: its daemon is gone; clear the mount with: "
+                                 f"fusermount3 -u {mount.path}\n"))
 
     def test_ls_and_info_on_a_mount_point_describe_its_source(self):
         with Mount(GGUF) as mount:
