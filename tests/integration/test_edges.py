@@ -370,6 +370,20 @@ class RemoteEdges(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertRegex(result.stdout, r"^removed .*, 0 B left \(1 block scanned\)\n$")
 
+    def test_one_remote_shard_points_to_the_index_url(self):
+        shard = f"{self.url}/sharded/model-00002-of-00003.safetensors"
+        result = run("ls", shard, env=self.env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stderr, f"tensorfs: note: {shard} is shard 2 of 3; it holds a part of the model's "
+                                        f"tensors. The whole model: {self.url}/sharded/model.safetensors.index.json "
+                                        "(the usual name of its index)\n")
+
+    def test_a_url_folder_names_every_kind_of_file(self):
+        result = run("ls", f"{self.url}/sharded/", env=self.env)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("name the file to mount (a .safetensors, .safetensors.index.json, .gguf, .bin, .pt, .pth or "
+                      ".bin.index.json URL)", result.stderr)
+
     def test_a_readahead_that_cache_size_cuts_gets_a_warning(self):
         gguf = f"{self.url}/{os.path.basename(GGUF)}"
         with Mount(gguf, "-o", "cache_size=64M,readahead=64M", env=self.env) as m:
