@@ -340,6 +340,20 @@ class CacheCommandEdges(unittest.TestCase):
             self.assertFalse(os.path.exists(missing))
 
 
+class PrefetchEdges(unittest.TestCase):
+    def test_a_local_source_has_nothing_to_prefetch(self):
+        result = run("prefetch", GGUF)
+        self.assertEqual((result.returncode, result.stderr), (0, ""))
+        self.assertEqual(result.stdout, f"{GGUF}: a local source is read in place, with no disk cache: nothing to "
+                                        "prefetch\n")
+
+    def test_with_the_disk_cache_off(self):
+        result = run("prefetch", "http://127.0.0.1:9/m.gguf", "--disk-cache-size", "0")
+        self.assertEqual((result.returncode, result.stderr),
+                         (1, "tensorfs: the disk cache is off (disk_cache_size=0), so prefetch has nothing to fill; "
+                             "try 'tensorfs --help'\n"))
+
+
 class RemoteEdges(unittest.TestCase):
     """nginx serving a GGUF file and a sharded safetensors folder."""
 
