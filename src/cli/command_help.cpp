@@ -69,7 +69,8 @@ constexpr CommandHelp kCommands[] = {
      "too), max_connections requests in flight; a progress line on a terminal (--quiet: none); the last line\n"
      "gives the bytes fetched and the rate. --verify: each whole file against the checksum its source publishes\n"
      "(the Hub's LFS sha256; S3's x-amz-checksum-sha256, else a single-part upload's ETag MD5; else \"no\n"
-     "checksum\"); a file that does not match loses its cached blocks, is named, and the exit status is 1.\n"},
+     "checksum\"); a file that does not match loses its cached blocks, is named, and the exit status is 1.\n"
+     "A local SOURCE is read in place, with no disk cache: there is nothing to prefetch (exit 0).\n"},
     {"status",
      "usage: tensorfs status [--json]\n"
      "\n"
