@@ -146,8 +146,10 @@ Json summary_json(const DiffReport& report, const Summary& summary) {
     line["only_in_a"] = summary.only_in_a;
     line["only_in_b"] = summary.only_in_b;
     line["compared"] = summary.total.compared;
-    line["rmse"] = json_number(total.rmse);
-    line["snr_db"] = json_number(total.snr_db);
+    // No figure over no values: null, not an RMSE of 0 that reads as a perfect match.
+    const bool any_compared = summary.total.compared > 0;
+    line["rmse"] = any_compared ? json_number(total.rmse) : Json(nullptr);
+    line["snr_db"] = any_compared ? json_number(total.snr_db) : Json(nullptr);
     Json worst = Json::array();
     for (const PairResult* result : summary.worst) {
         worst.push_back({{"a", tensor_a(report, *result)->name}, {"b", tensor_b(report, *result)->name},
@@ -246,8 +248,17 @@ void print_table(const DiffReport& report, const Summary& summary, bool quiet) {
                 static_cast<unsigned long long>(summary.different),
                 static_cast<unsigned long long>(summary.shape_mismatch),
                 static_cast<unsigned long long>(summary.only_in_a), static_cast<unsigned long long>(summary.only_in_b));
-    std::printf("over %s values: RMSE %s, SNR %s dB\n", short_count(summary.total.compared).c_str(),
-                figure(total.rmse).c_str(), figure(total.snr_db).c_str());
+    if (summary.paired == 0 && summary.only_in_a + summary.only_in_b > 0) {
+        std::printf("nothing paired: %s\n",
+                    report.names == NameMode::Gguf
+                        ? "no tensor of A has its GGUF name in B (--names same pairs the names as they are)"
+                        : "A and B have no tensor name in common (--names gguf pairs a Hugging Face checkpoint's "
+                          "names with its GGUF's)");
+    }
+    if (summary.total.compared > 0) {
+        std::printf("over %s values: RMSE %s, SNR %s dB\n", short_count(summary.total.compared).c_str(),
+                    figure(total.rmse).c_str(), figure(total.snr_db).c_str());
+    }
     if (summary.worst.empty()) return;
     std::printf("worst by relative RMSE:\n");
     for (const PairResult* result : summary.worst) {

@@ -14,6 +14,7 @@ import numpy as np
 
 import remote_servers
 from pytorch_checkpoints import every_dtype_state_dict, write_sharded
+from safetensors_files import write_safetensors
 from tensorfs_mount import (BIN, VECTORS, Mount, daemon_pids, is_mounted, manifest, read_file, run, unmount,
                             unmount_or_detach, wait_until)
 
@@ -338,6 +339,33 @@ class CacheCommandEdges(unittest.TestCase):
                     self.assertEqual((result.returncode, result.stdout, result.stderr),
                                      (1, "", f"tensorfs: {missing}: no such folder\n"))
             self.assertFalse(os.path.exists(missing))
+
+
+class DiffEdges(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.mkdtemp(prefix="tensorfs-edges-diff-")
+        self.addCleanup(shutil.rmtree, self.folder)
+
+    def write(self, name, tensors):
+        """tensors: {name: float32 values}."""
+        path = os.path.join(self.folder, name)
+        write_safetensors(path, [(t, "F32", values.shape, values.astype("<f4").tobytes())
+                                 for t, values in tensors.items()])
+        return path
+
+    def test_nothing_paired_is_said_with_no_figures(self):
+        values = np.arange(8, dtype=np.float32)
+        a = self.write("a.safetensors", {"model.embed_tokens.weight": values})
+        b = self.write("b.safetensors", {"token_embd.weight": values})
+        result = run("diff", a, b)
+        self.assertEqual((result.returncode, result.stderr), (1, ""))
+        summary = result.stdout.split("\n\n")[-1]
+        self.assertEqual(summary, "paired 0: 0 identical, 0 different, 0 shape mismatches; only in A: 1, only in B: "
+                                  "1\nnothing paired: A and B have no tensor name in common (--names gguf pairs a "
+                                  "Hugging Face checkpoint's names with its GGUF's)\n")
+        result = run("diff", a, b, "--json")
+        last = json.loads(result.stdout.splitlines()[-1])
+        self.assertEqual((last["paired"], last["compared"], last["rmse"], last["snr_db"]), (0, 0, None, None))
 
 
 class PrefetchEdges(unittest.TestCase):
