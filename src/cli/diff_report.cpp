@@ -210,6 +210,17 @@ std::string figure(double value) {
     return text;
 }
 
+// A cosine with enough digits to tell it from 1 (or -1): 0.9999986 is "0.999999", not "1".
+std::string cosine_figure(double value) {
+    if (std::isnan(value) || std::fabs(value) == 1) return figure(value);
+    char text[32];
+    for (int digits = 4; digits <= 17; ++digits) {
+        std::snprintf(text, sizeof text, "%.*g", digits, value);
+        if (std::fabs(std::strtod(text, nullptr)) != 1) break;
+    }
+    return text;
+}
+
 std::string name_of(const Tensor* tensor) { return tensor ? visible(tensor->name) : "-"; }
 
 void print_table(const DiffReport& report, const Summary& summary, bool quiet) {
@@ -231,7 +242,8 @@ void print_table(const DiffReport& report, const Summary& summary, bool quiet) {
                 const DiffMetrics metrics = metrics_of(result.sums);
                 const DiffSums& sums = result.sums;
                 row.insert(row.end(), {std::to_string(sums.differing), figure(sums.max_abs_diff),
-                                       figure(metrics.relative_rmse), figure(metrics.cosine), figure(metrics.snr_db),
+                                       figure(metrics.relative_rmse), cosine_figure(metrics.cosine),
+                                       figure(metrics.snr_db),
                                        std::to_string(sums.nan_a + sums.inf_a) + "/" +
                                            std::to_string(sums.nan_b + sums.inf_b)});
             }

@@ -368,6 +368,18 @@ class DiffEdges(unittest.TestCase):
         self.assertEqual((last["paired"], last["compared"], last["rmse"], last["snr_db"]), (0, 0, None, None))
 
 
+    def test_a_cosine_near_one_is_told_from_one(self):
+        values = np.random.default_rng(5).standard_normal(4096).astype(np.float32)
+        a = self.write("a.safetensors", {"w": values})
+        b = self.write("b.safetensors", {"w": values + np.float32(0.002)})
+        cosine = json.loads(run("diff", a, b, "--json").stdout.splitlines()[0])["cosine"]
+        self.assertTrue(0.999 < cosine < 1, cosine)
+        row = next(line.split() for line in run("diff", a, b).stdout.splitlines() if line.startswith("different"))
+        shown = row[7]   # STATUS A B DTYPES DIFFERING MAX|A-B| REL_RMSE COSINE SNR_DB NAN/INF
+        self.assertNotEqual(float(shown), 1.0, row)
+        self.assertAlmostEqual(float(shown), cosine, delta=abs(1 - cosine) / 2)
+
+
 class PrefetchEdges(unittest.TestCase):
     def test_a_local_source_has_nothing_to_prefetch(self):
         result = run("prefetch", GGUF)
