@@ -28,7 +28,8 @@ struct ModelCandidate {
 };
 
 struct ModelFolder {
-    std::vector<FolderFile> side_files;    // sorted by name
+    // Sorted by name; never a weight file, nor one named like the root's own entries (model.json, source...).
+    std::vector<FolderFile> side_files;
     std::vector<FolderFile> source_files;  // sorted by path
     std::vector<ModelCandidate> models;    // the candidates when the folder holds several models; else empty
 };
@@ -43,7 +44,8 @@ struct OpenedSource {
 // model.safetensors): *.safetensors, *.safetensors.index.json, *.bin, *.bin.index.json, *.pt, *.pth, *.gguf.
 bool is_weight_file(std::string_view name);
 
-// The side files of a listing of a folder (paths relative to it): the files directly in it but weights.
+// The side files of a listing of a folder (paths relative to it): the files directly in it but weights and those
+// named like the root's own entries (model.json, model.safetensors, .tensorfs, source).
 std::vector<std::string> side_file_names(const std::vector<std::string>& listing);
 
 // The names probed next to a SOURCE that names one file (a web server has no listing).

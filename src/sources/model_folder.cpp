@@ -14,6 +14,10 @@ constexpr std::array<std::string_view, 7> kWeightSuffixes{
     ".safetensors", ".safetensors.index.json", ".bin", ".bin.index.json", ".pt", ".pth", ".gguf",
 };
 
+// The names of the root's own entries (tree.cpp): a file of the folder named like one is no side file; it stays in
+// source/.
+constexpr std::array<std::string_view, 4> kRootEntryNames{"model.json", "model.safetensors", ".tensorfs", "source"};
+
 // The files of the usual model folder that a framework or llama.cpp reads besides the weights.
 const std::vector<std::string> kProbedSideFiles{
     "config.json",           "generation_config.json", "tokenizer.json", "tokenizer_config.json",
@@ -53,6 +57,11 @@ std::vector<FolderFile> open_all(const SourceFolder& folder, const std::vector<s
 
 bool is_top_level(const std::string& path) { return path.find('/') == std::string::npos; }
 
+bool is_side_file(const std::string& path) {
+    return is_top_level(path) && !is_weight_file(path) &&
+           std::find(kRootEntryNames.begin(), kRootEntryNames.end(), path) == kRootEntryNames.end();
+}
+
 }  // namespace
 
 bool is_weight_file(std::string_view name) {
@@ -62,8 +71,7 @@ bool is_weight_file(std::string_view name) {
 
 std::vector<std::string> side_file_names(const std::vector<std::string>& listing) {
     std::vector<std::string> names;
-    std::copy_if(listing.begin(), listing.end(), std::back_inserter(names),
-                 [](const std::string& path) { return is_top_level(path) && !is_weight_file(path); });
+    std::copy_if(listing.begin(), listing.end(), std::back_inserter(names), is_side_file);
     return names;
 }
 
@@ -88,7 +96,7 @@ ModelFolder files_of_folder(const SourceFolder& folder, const Catalog* catalog) 
     ModelFolder model_folder;
     model_folder.source_files = open_all(folder, listing, opened_by(catalog));
     for (const auto& file : model_folder.source_files) {
-        if (is_top_level(file.path) && !is_weight_file(file.path)) model_folder.side_files.push_back(file);
+        if (is_side_file(file.path)) model_folder.side_files.push_back(file);
     }
     return model_folder;
 }

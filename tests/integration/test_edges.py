@@ -341,6 +341,21 @@ class CacheCommandEdges(unittest.TestCase):
             self.assertFalse(os.path.exists(missing))
 
 
+class LsFilesEdges(unittest.TestCase):
+    def test_a_folders_own_model_json_is_in_source_only(self):
+        with tempfile.TemporaryDirectory() as folder:
+            shutil.copy(SAFETENSORS, folder)
+            for name in ("model.json", "config.json"):
+                with open(os.path.join(folder, name), "w") as f:
+                    f.write("{}\n")
+            result = run("ls", "--files", "--json", folder)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            listed = json.loads(result.stdout)
+            self.assertEqual([e["path"] for e in listed["side_files"]], ["config.json"])
+            self.assertEqual([e["path"] for e in listed["source"]],
+                             ["source/all_dtypes.safetensors", "source/config.json", "source/model.json"])
+
+
 class DiffEdges(unittest.TestCase):
     def setUp(self):
         self.folder = tempfile.mkdtemp(prefix="tensorfs-edges-diff-")

@@ -99,6 +99,8 @@ BOOST_AUTO_TEST_CASE(tree_shows_side_files_and_source) {
     for (const char* path : {"config.json", "model.json", "a/b/c.txt", "a/d.txt", "e.txt"}) folder.write(path, path);
     const LocalFolder local(folder.path());
     const ModelFolder files = files_of_folder(local, nullptr);
+    BOOST_REQUIRE(files.side_files.size() == 2u);  // config.json, e.txt: the folder's model.json is none
+    BOOST_TEST(files.side_files[1].path == "e.txt");
     Catalog catalog;
     catalog.format = "safetensors";
     catalog.files.push_back({"x.safetensors", "x.safetensors", 0, nullptr});
