@@ -66,4 +66,12 @@ std::string take_source_flags(const SplitArguments& split, SourceOptions& option
     return {};
 }
 
+std::string take_model_flag(const SplitArguments& split, std::string& model) {
+    const auto path = split.values.find("--model");
+    if (path == split.values.end()) return {};
+    if (path->second.empty()) return "--model needs a path in the folder (e.g. --model model-Q4_K_M.gguf)";
+    model = path->second;
+    return {};
+}
+
 }  // namespace tensorfs::cli

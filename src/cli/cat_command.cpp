@@ -51,6 +51,8 @@ int cat_command(const Arguments& args) {
     if (!split.error.empty()) return usage_error(split.error);
     SourceOptions options;
     if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
+    std::string model;
+    if (const std::string error = take_model_flag(split, model); !error.empty()) return usage_error(error);
     if (const std::string problem = positional_problem("cat", split.positional, {"SOURCE", "TENSOR"});
         !problem.empty()) {
         return usage_error(problem);
@@ -60,7 +62,7 @@ int cat_command(const Arguments& args) {
     if (::isatty(STDOUT_FILENO)) {
         return failure("cat writes binary data, not to a terminal; redirect it to a file or a pipe (> tensor.f32)");
     }
-    const LoadedSource source(split.positional[0], options);
+    const LoadedSource source(split.positional[0], model, options);
     const std::optional<std::uint32_t> tensor = find_tensor(source, split.positional[1]);
     if (!tensor) {
         std::vector<std::string_view> names;

@@ -25,8 +25,9 @@ int status_command(const Arguments& args);
 int cache_command(const Arguments& args);
 int prefetch_command(const Arguments& args);
 
-// `ls --files`: the side files and source/ files a mount of SOURCE shows (`json`: as a JSON document).
-int ls_files(const std::string& source, const SourceOptions& options, bool json);
+// `ls --files`: the side files and source/ files a mount of SOURCE (with -o model=`model`) shows (`json`: as a
+// JSON document).
+int ls_files(const std::string& source, const std::string& model, const SourceOptions& options, bool json);
 
 // Prints the one line `tensorfs: MESSAGE; try 'tensorfs --help'`; returns 1.
 int usage_error(const std::string& message);

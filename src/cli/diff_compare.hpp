@@ -22,7 +22,7 @@ namespace tensorfs::cli {
 struct DiffSide {
     // Throws InvalidSource as `tensorfs ls SOURCE` would.
     DiffSide(const std::string& source, const SourceOptions& options, std::uint64_t cache_budget)
-        : path(source), loaded(source, options), files(loaded.catalog), values(loaded.catalog, files, stats,
+        : path(source), loaded(source, "", options), files(loaded.catalog), values(loaded.catalog, files, stats,
                                                                                 cache_budget) {}
 
     const Catalog& catalog() const { return loaded.catalog; }

@@ -19,8 +19,8 @@ nlohmann::ordered_json listed(const std::vector<FolderFile>& files, const std::s
 
 }  // namespace
 
-int ls_files(const std::string& source, const SourceOptions& options, bool json) {
-    const ModelFolder folder = open_source(source, "", options).folder;
+int ls_files(const std::string& source, const std::string& model, const SourceOptions& options, bool json) {
+    const ModelFolder folder = open_source(source, model, options).folder;
     if (json) {
         nlohmann::ordered_json document;
         document["side_files"] = listed(folder.side_files, "");
@@ -45,7 +45,8 @@ int ls_files(const std::string& source, const SourceOptions& options, bool json)
     add(folder.source_files, "source/");
     std::fputs(table.render().c_str(), stdout);
     if (!folder.models.empty()) {
-        std::printf("\n%zu models in this folder (mount one with -o model=PATH):\n", folder.models.size());
+        std::printf("\n%zu models in this folder (pick one with --model PATH, -o model=PATH for a mount):\n",
+                    folder.models.size());
         for (const auto& model : folder.models) {
             std::printf("  %s (%s)\n", visible(model.path).c_str(), model.format.c_str());
         }

@@ -37,7 +37,7 @@ int mount_command(const Arguments& args) {
             const auto threads = text ? parse_threads(*text) : std::nullopt;
             if (!threads) return usage_error("--threads needs a number from 1 to 1024");
             options.threads = *threads;
-        } else if (arg == "--cache-size" || arg == "--cache-dir" || arg == "--disk-cache-size") {
+        } else if (arg == "--cache-size" || arg == "--cache-dir" || arg == "--disk-cache-size" || arg == "--model") {
             const std::string* text = value();
             if (text == nullptr) return usage_error(arg + " needs a value");
             // The -o option of the same name (cache_size=...), so that both are checked alike.
@@ -48,7 +48,7 @@ int mount_command(const Arguments& args) {
         } else if (arg.starts_with("-") && arg.size() > 1) {
             return usage_error("unknown option '" + arg + "'" +
                                did_you_mean(arg, {"-f", "-d", "-s", "-o", "--cache-size", "--threads", "--cache-dir",
-                                                  "--disk-cache-size"}));
+                                                  "--disk-cache-size", "--model"}));
         } else {
             positional.push_back(arg);
         }

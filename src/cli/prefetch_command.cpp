@@ -141,6 +141,7 @@ int prefetch_command(const Arguments& args) {
     if (const std::string error = take_source_flags(split, options.source_options); !error.empty()) {
         return usage_error(error);
     }
+    if (const std::string error = take_model_flag(split, options.model); !error.empty()) return usage_error(error);
     if (const std::string problem = positional_problem("prefetch", split.positional, {"SOURCE"}); !problem.empty()) {
         return usage_error(problem);
     }
@@ -162,9 +163,10 @@ int prefetch_command(const Arguments& args) {
 
     std::vector<WantedFile> wanted;
     if (files && !tensors) {
-        wanted = files_wanted(open_source(source_name, "", options.source_options).folder, *files);
+        wanted = files_wanted(open_source(source_name, options.model, options.source_options).folder, *files);
     } else {
-        wanted = weights_wanted(LoadedSource(source_name, options.source_options).catalog, tensors, files);
+        wanted = weights_wanted(LoadedSource(source_name, options.model, options.source_options).catalog, tensors,
+                                files);
     }
     if (wanted.empty()) {
         return failure(source_name + ": nothing matches " + (tensors ? "--tensors " + *tensors : "") +

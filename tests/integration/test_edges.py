@@ -22,6 +22,7 @@ GGUF = os.path.join(VECTORS, "gguf/tiny-llama-Q4_K_M.gguf")
 SAFETENSORS = os.path.join(VECTORS, "safetensors/all_dtypes.safetensors")
 SHARDS = os.path.join(VECTORS, "safetensors/sharded")
 SPLIT_PART = os.path.join(VECTORS, "gguf/split/tiny-llama-Q4_K_M-00001-of-00003.gguf")
+ALIGN64 = os.path.join(VECTORS, "gguf/align64.gguf")
 
 
 def sha256(path):
@@ -341,6 +342,84 @@ class CacheCommandEdges(unittest.TestCase):
             self.assertFalse(os.path.exists(missing))
 
 
+class SeveralModels(unittest.TestCase):
+    """One rule for a folder of several models: every command does as the mount does (model.json's "models", and
+    -o model=PATH as --model PATH)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = tempfile.mkdtemp(prefix="tensorfs-edges-several-")
+        for path in (GGUF, ALIGN64, SAFETENSORS):
+            shutil.copy(path, cls.folder)
+        with open(os.path.join(cls.folder, "config.json"), "w") as f:
+            f.write("{}\n")
+        cls.models = ["align64.gguf", "all_dtypes.safetensors", "tiny-llama-Q4_K_M.gguf"]
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.folder)
+
+    def test_ls_and_info_list_the_candidates_as_the_mount_does(self):
+        with Mount(self.folder) as m:
+            mounted = json.loads(read_file(os.path.join(m.path, "model.json")))
+        self.assertEqual([c["path"] for c in mounted["models"]], self.models)
+        info = run("info", "--json", self.folder)
+        self.assertEqual((info.returncode, info.stderr), (0, ""))
+        document = json.loads(info.stdout)
+        self.assertEqual(document["models"], mounted["models"])
+        self.assertEqual(document["pick"], mounted["pick"])
+        self.assertEqual(document["tensor_count"], 0)
+        for command in ("ls", "info"):
+            with self.subTest(command=command):
+                result = run(command, self.folder)
+                self.assertEqual((result.returncode, result.stderr), (0, ""))
+                lines = result.stdout.splitlines()
+                self.assertEqual(lines[0], f"{self.folder} holds 3 models, so it has no tensors of its own; pick one "
+                                           "with --model PATH (-o model=PATH for a mount), or name its file as "
+                                           "SOURCE:")
+                self.assertEqual([line.split()[0] for line in lines[2:]], self.models)
+        result = run("ls", "--json", self.folder)
+        self.assertEqual((result.returncode, result.stdout), (0, "[]\n"))
+        self.assertIn("holds 3 models", result.stderr)
+
+    def test_the_commands_that_need_one_model_refuse_with_the_list(self):
+        out = os.path.join(self.folder, "out.safetensors")
+        refusal = (f"tensorfs: {self.folder}: holds 3 models ({', '.join(self.models)}); pick one with --model PATH "
+                   "(-o model=PATH for a mount), or name its file as SOURCE\n")
+        for args, status in ((("cat", self.folder, "a64.vec"), 1), (("validate", self.folder), 1),
+                             (("convert", self.folder, out), 1), (("diff", self.folder, SAFETENSORS), 2)):
+            with self.subTest(command=args[0]):
+                result = run(*args)
+                self.assertEqual((result.returncode, result.stdout, result.stderr), (status, "", refusal))
+        self.assertFalse(os.path.exists(out))
+
+    def test_model_picks_one_for_every_command(self):
+        def same(*args):
+            """The command with --model PATH, and with the file named as SOURCE."""
+            picked = run(*(arg if arg != "SOURCE" else self.folder for arg in args), "--model", "align64.gguf",
+                         text=False)
+            named = run(*(arg if arg != "SOURCE" else os.path.join(self.folder, "align64.gguf") for arg in args),
+                        text=False)
+            self.assertEqual((picked.returncode, picked.stderr), (0, b""), args)
+            return picked.stdout, named.stdout
+
+        for args in (("ls", "SOURCE"), ("info", "--json", "SOURCE"), ("cat", "SOURCE", "a64.q4_k"),
+                     ("diff", "SOURCE", "SOURCE")):
+            with self.subTest(command=args[0]):
+                picked, named = same(*args)
+                self.assertEqual(picked, named)
+        picked, named = same("validate", "SOURCE")
+        self.assertEqual(picked.replace(self.folder.encode(), b"X"),
+                         named.replace(os.path.join(self.folder, "align64.gguf").encode(), b"X"))
+        out = os.path.join(self.folder, "picked.safetensors")
+        self.addCleanup(os.unlink, out)
+        result = run("convert", self.folder, out, "--model", "align64.gguf")
+        self.assertEqual((result.returncode, result.stderr), (0, ""))
+        with Mount(self.folder, "--model", "align64.gguf") as m:
+            self.assertEqual(read_file(out), read_file(os.path.join(m.path, "model.safetensors")))
+            self.assertTrue(os.path.isfile(os.path.join(m.path, "a64.q4_k", "raw")))
+
+
 class LsFilesEdges(unittest.TestCase):
     def test_a_folders_own_model_json_is_in_source_only(self):
         with tempfile.TemporaryDirectory() as folder:
@@ -417,10 +496,15 @@ class RemoteEdges(unittest.TestCase):
         cls.data = tempfile.mkdtemp(prefix="tensorfs-edges-data-")
         shutil.copy(GGUF, cls.data)
         shutil.copytree(SHARDS, os.path.join(cls.data, "sharded"))
+        os.mkdir(os.path.join(cls.data, "several"))
+        for path in (GGUF, ALIGN64):
+            shutil.copy(path, os.path.join(cls.data, "several"))
         cls.nginx = remote_servers.Nginx(cls.data)
         cls.cache = tempfile.mkdtemp(prefix="tensorfs-edges-cache-")
         cls.env = {**os.environ, "XDG_CACHE_HOME": cls.cache, "NO_PROXY": "127.0.0.1,localhost",
-                   "no_proxy": "127.0.0.1,localhost"}
+                   "no_proxy": "127.0.0.1,localhost", "HF_HOME": os.path.join(cls.cache, "hf"),
+                   "HF_ENDPOINT": f"http://127.0.0.1:{cls.nginx.hub}"}
+        cls.env.pop("HF_TOKEN", None)
         cls.url = f"http://127.0.0.1:{cls.nginx.http}"
 
     @classmethod
@@ -438,6 +522,16 @@ class RemoteEdges(unittest.TestCase):
         result = run("cache", "--cache-dir", cache, "prune", "--max-size", "0")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertRegex(result.stdout, r"^removed .*, 0 B left \(1 block scanned\)\n$")
+
+    def test_prefetch_of_a_hub_folder_of_several_models(self):
+        several = f"hf://{remote_servers.HUB_REPO}/several"
+        result = run("prefetch", several, "--quiet", env=self.env)
+        self.assertEqual((result.returncode, result.stderr),
+                         (1, f"tensorfs: {several}: holds 2 models (align64.gguf, tiny-llama-Q4_K_M.gguf); pick one "
+                             "with --model PATH (-o model=PATH for a mount), or name its file as SOURCE\n"))
+        result = run("prefetch", several, "--quiet", "--model", "align64.gguf", env=self.env)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertRegex(result.stdout, r"^1\.4 KiB fetched \(1408 bytes\)")
 
     def test_one_remote_shard_points_to_the_index_url(self):
         shard = f"{self.url}/sharded/model-00002-of-00003.safetensors"
