@@ -22,26 +22,26 @@ namespace {
 // The help is made of these parts: `tensorfs --help` prints them all, `tensorfs help mount` mount's own.
 constexpr const char* kMountUsage =
     "usage: tensorfs mount SOURCE MOUNTPOINT [-f] [-d] [-s] [-o OPT[,OPT...]] [--cache-size SIZE] [--threads N]\n"
-    "                      [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+    "                      [--model PATH] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
     "       tensorfs SOURCE MOUNTPOINT [-o OPT[,OPT...]]     (the form mount(8) and fstab use)\n";
 
 constexpr const char* kOtherUsage =
     "       tensorfs umount MOUNTPOINT\n"
-    "       tensorfs ls SOURCE [--json] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
-    "       tensorfs ls --files SOURCE [--json] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
-    "       tensorfs info SOURCE [--json] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
-    "       tensorfs cat SOURCE TENSOR [--raw | --f32 | --npy | --bf16 | --f16] [--cache-dir DIR]\n"
+    "       tensorfs ls SOURCE [--json] [--model PATH] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+    "       tensorfs ls --files SOURCE [--json] [--model PATH] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+    "       tensorfs info SOURCE [--json] [--model PATH] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+    "       tensorfs cat SOURCE TENSOR [--raw | --f32 | --npy | --bf16 | --f16] [--model PATH] [--cache-dir DIR]\n"
     "                         [--disk-cache-size SIZE]\n"
-    "       tensorfs convert SOURCE OUT.safetensors [--dtype keep|bf16|f16|f32] [--force] [--cache-dir DIR]\n"
-    "                        [--disk-cache-size SIZE]\n"
-    "       tensorfs validate SOURCE [--json] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+    "       tensorfs convert SOURCE OUT.safetensors [--dtype keep|bf16|f16|f32] [--force] [--model PATH]\n"
+    "                        [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+    "       tensorfs validate SOURCE [--json] [--model PATH] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
     "       tensorfs stats MOUNTPOINT [--json | --prometheus]\n"
-    "       tensorfs diff A B [--tensors GLOB] [--names same|gguf|auto] [--json | --csv] [--quiet] [--cache-dir DIR]\n"
-    "                     [--disk-cache-size SIZE]\n"
+    "       tensorfs diff A B [--tensors GLOB] [--names same|gguf|auto] [--json | --csv] [--quiet] [--model PATH]\n"
+    "                     [--cache-dir DIR] [--disk-cache-size SIZE]\n"
     "       tensorfs status [--json]\n"
     "       tensorfs cache [--cache-dir DIR] ls | du | prune [--older-than DURATION] [--max-size SIZE] | clear\n"
     "       tensorfs help [COMMAND]\n"
-    "       tensorfs prefetch SOURCE [--tensors GLOB] [--files GLOB] [--quiet] [--verify] [-o OPT]\n"
+    "       tensorfs prefetch SOURCE [--tensors GLOB] [--files GLOB] [--quiet] [--verify] [-o OPT] [--model PATH]\n"
     "                         [--cache-dir DIR] [--disk-cache-size SIZE]\n"
     "       tensorfs --help | --version\n";
 
@@ -118,8 +118,9 @@ constexpr const char* kMountOptions =
     "                       strictatime, nodiratime, lazytime: accepted, changing nothing\n"
     "  --cache-size SIZE  same as -o cache_size=SIZE\n"
     "  --threads N        same as -o threads=N\n"
-    "  --cache-dir DIR, --disk-cache-size SIZE   same as -o cache_dir=DIR, disk_cache_size=SIZE; ls, info, cat,\n"
-    "                     convert, validate, diff and prefetch take them too\n"
+    "  --model PATH, --cache-dir DIR, --disk-cache-size SIZE   same as -o model=PATH, cache_dir=DIR,\n"
+    "                     disk_cache_size=SIZE; ls, info, cat, convert, validate, diff (--model: the same PATH\n"
+    "                     in A and B) and prefetch take them too\n"
     "\n";
 
 constexpr const char* kExitStatus =

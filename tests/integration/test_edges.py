@@ -589,11 +589,10 @@ class HelpEdges(unittest.TestCase):
             with self.subTest(command=command):
                 line = usage[usage.index(f"tensorfs {command}"):]
                 line = line[:line.index("\n       tensorfs ")]
-                self.assertIn("[--cache-dir DIR]", line)
-                self.assertIn("[--disk-cache-size SIZE]", line)
                 own = run("help", command.split()[0]).stdout
-                self.assertIn("[--cache-dir DIR]", own)
-                self.assertIn("[--disk-cache-size SIZE]", own)
+                for flag in ("[--model PATH]", "[--cache-dir DIR]", "[--disk-cache-size SIZE]"):
+                    self.assertIn(flag, line)
+                    self.assertIn(flag, own)
 
 
 def bf16_bits(values):
