@@ -29,6 +29,13 @@ int ls_files(const std::string& source, const std::string& model, const SourceOp
             auto& models = document["models"] = nlohmann::ordered_json::array();
             for (const auto& model : folder.models) models.push_back({{"path", model.path}, {"format", model.format}});
         }
+        const auto problems = unopened_files(folder);
+        if (!problems.empty()) {
+            auto& listed_problems = document["problems"] = nlohmann::ordered_json::array();
+            for (const FolderFile* file : problems) {
+                listed_problems.push_back({{"path", file->path}, {"what", file->problem}});
+            }
+        }
         std::fputs(render_json_file(document).c_str(), stdout);
         return 0;
     }
@@ -44,6 +51,10 @@ int ls_files(const std::string& source, const std::string& model, const SourceOp
     add(folder.side_files, "");
     add(folder.source_files, "source/");
     std::fputs(table.render().c_str(), stdout);
+    for (const FolderFile* file : unopened_files(folder)) {
+        std::printf("%s: cannot be read (a mount shows it empty, reads fail): %s\n", visible(file->path).c_str(),
+                    visible(file->problem).c_str());
+    }
     if (!folder.models.empty()) {
         std::printf("\n%zu models in this folder (pick one with --model PATH, -o model=PATH for a mount):\n",
                     folder.models.size());

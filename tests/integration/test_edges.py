@@ -1,6 +1,7 @@
 """The edges a new user hits, each refused or explained in one line: convert onto its own source, mounting twice
 or onto a file, unmounting what is not mounted or busy, ls/info on a mount point or one shard, stray arguments and
 typos, per-command help, cat's 16-bit views, validate --json, stats on a model file."""
+import errno
 import hashlib
 import json
 import os
@@ -499,7 +500,16 @@ class RemoteEdges(unittest.TestCase):
         os.mkdir(os.path.join(cls.data, "several"))
         for path in (GGUF, ALIGN64):
             shutil.copy(path, os.path.join(cls.data, "several"))
+        # locked/notes.txt: listed by the Hub, then refused (a folder now: nginx answers 403 to a range of it).
+        locked = os.path.join(cls.data, "locked")
+        os.mkdir(locked)
+        shutil.copy(ALIGN64, locked)
+        for name in ("notes.txt", "config.json"):
+            with open(os.path.join(locked, name), "w") as f:
+                f.write(f"{name}\n")
         cls.nginx = remote_servers.Nginx(cls.data)
+        os.unlink(os.path.join(locked, "notes.txt"))
+        os.mkdir(os.path.join(locked, "notes.txt"))
         cls.cache = tempfile.mkdtemp(prefix="tensorfs-edges-cache-")
         cls.env = {**os.environ, "XDG_CACHE_HOME": cls.cache, "NO_PROXY": "127.0.0.1,localhost",
                    "no_proxy": "127.0.0.1,localhost", "HF_HOME": os.path.join(cls.cache, "hf"),
@@ -532,6 +542,22 @@ class RemoteEdges(unittest.TestCase):
         result = run("prefetch", several, "--quiet", "--model", "align64.gguf", env=self.env)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertRegex(result.stdout, r"^1\.4 KiB fetched \(1408 bytes\)")
+
+    def test_a_file_that_cannot_be_opened_is_a_problem_and_reads_fail(self):
+        with Mount(f"hf://{remote_servers.HUB_REPO}/locked", env=self.env) as m:
+            problems = json.loads(read_file(os.path.join(m.path, "model.json")))["problems"]
+            self.assertEqual([p["path"] for p in problems], ["notes.txt"])
+            self.assertIn("403", problems[0]["what"])
+            for path in ("notes.txt", "source/notes.txt"):
+                with self.subTest(path=path):
+                    self.assertEqual(os.stat(os.path.join(m.path, path)).st_size, 0)
+                    with self.assertRaises(OSError) as raised:
+                        read_file(os.path.join(m.path, path))
+                    self.assertEqual(raised.exception.errno, errno.EIO)
+            self.assertEqual(read_file(os.path.join(m.path, "config.json")), b"config.json\n")
+        listed = run("ls", "--files", "--json", f"hf://{remote_servers.HUB_REPO}/locked", env=self.env)
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        self.assertEqual(json.loads(listed.stdout)["problems"], problems)
 
     def test_one_remote_shard_points_to_the_index_url(self):
         shard = f"{self.url}/sharded/model-00002-of-00003.safetensors"
