@@ -13,9 +13,10 @@ constexpr CommandHelp kCommands[] = {
     {"umount",
      "usage: tensorfs umount MOUNTPOINT\n"
      "\n"
-     "Unmounts a tensorfs mount (also one whose daemon died). Says \"not mounted\" for a folder that holds no mount,\n"
-     "and \"busy\" while files under it are still open (lsof +f -- MOUNTPOINT lists them), after trying again for\n"
-     "2 s (a process that reads a file of the mount, such as tensorfs status, holds it for that moment).\n"},
+     "Unmounts a tensorfs mount (also one whose daemon died). Says \"no such folder\", \"not mounted\" for a folder\n"
+     "that holds no mount, \"busy\" naming the mounts inside it, and \"busy\" while files under it are still open\n"
+     "(lsof +f -- MOUNTPOINT lists them), after trying again for 2 s (a process that reads a file of the mount,\n"
+     "such as tensorfs status, holds it for that moment).\n"},
     {"ls",
      "usage: tensorfs ls SOURCE [--json] [--model PATH] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
      "       tensorfs ls --files SOURCE [--json] [--model PATH] [--cache-dir DIR] [--disk-cache-size SIZE]\n"

@@ -1,5 +1,5 @@
 // `tensorfs mount SOURCE MOUNTPOINT [-f] [-d] [-s] [-o OPT[,OPT…]] [--cache-size SIZE] [--threads N]
-//                 [--cache-dir DIR] [--disk-cache-size SIZE]`
+//                 [--model PATH] [--cache-dir DIR] [--disk-cache-size SIZE]`
 #include <algorithm>
 
 #include "arguments.hpp"

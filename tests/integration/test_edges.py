@@ -1,6 +1,9 @@
-"""The edges a new user hits, each refused or explained in one line: convert onto its own source, mounting twice
-or onto a file, unmounting what is not mounted or busy, ls/info on a mount point or one shard, stray arguments and
-typos, per-command help, cat's 16-bit views, validate --json, stats on a model file."""
+"""The edges a new user hits, each refused or explained in one line: convert onto its own source, mounting twice,
+onto a file or inside a mount, unmounting what is not there, not mounted or busy, stats of a dead mount, ls/info on
+a mount point or one shard (local or remote), stray arguments and typos (commands, options, mount options, cache
+actions, tensor names), per-command help, sizes and budgets, readahead=, -o debug, cache prune's durations, a
+folder of several models (one rule for every command, --model), ls --files, files that cannot be opened, prefetch
+of a local source, diff with nothing paired, cat's 16-bit views, validate --json, stats on a model file."""
 import errno
 import hashlib
 import json
@@ -412,8 +415,9 @@ class SeveralModels(unittest.TestCase):
         picked, named = same("validate", "SOURCE")
         self.assertEqual(picked.replace(self.folder.encode(), b"X"),
                          named.replace(os.path.join(self.folder, "align64.gguf").encode(), b"X"))
-        out = os.path.join(self.folder, "picked.safetensors")
-        self.addCleanup(os.unlink, out)
+        elsewhere = tempfile.mkdtemp(prefix="tensorfs-edges-out-")
+        self.addCleanup(shutil.rmtree, elsewhere)
+        out = os.path.join(elsewhere, "picked.safetensors")
         result = run("convert", self.folder, out, "--model", "align64.gguf")
         self.assertEqual((result.returncode, result.stderr), (0, ""))
         with Mount(self.folder, "--model", "align64.gguf") as m:
@@ -462,7 +466,6 @@ class DiffEdges(unittest.TestCase):
         last = json.loads(result.stdout.splitlines()[-1])
         self.assertEqual((last["paired"], last["compared"], last["rmse"], last["snr_db"]), (0, 0, None, None))
 
-
     def test_a_cosine_near_one_is_told_from_one(self):
         values = np.random.default_rng(5).standard_normal(4096).astype(np.float32)
         a = self.write("a.safetensors", {"w": values})
@@ -490,7 +493,8 @@ class PrefetchEdges(unittest.TestCase):
 
 
 class RemoteEdges(unittest.TestCase):
-    """nginx serving a GGUF file and a sharded safetensors folder."""
+    """nginx serving a GGUF file, a sharded safetensors folder, a folder of several models and one with a file the
+    server refuses, over plain HTTP and in the Hub's layout."""
 
     @classmethod
     def setUpClass(cls):
