@@ -96,6 +96,9 @@ public:
     // When a side file or a file of source/ last changed (its source file's mtime); nullopt for every other node.
     std::optional<timespec> modified(Node node) const;
 
+    // Whether the node is a side file or a file of source/ that could not be opened at mount (opening it is EIO).
+    bool unopened(Node node) const;
+
     // The header of dequant.npy (made when asked: a few hundred bytes a tensor, kept for none); "" without dequant.
     std::string npy_header(std::uint32_t tensor) const;
     Stats& stats() { return stats_; }

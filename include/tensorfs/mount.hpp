@@ -22,6 +22,7 @@ struct MountOptions {
     ExportDtype export_dtype = ExportDtype::Keep;   // the dtypes of model.safetensors
     std::string model;                       // model=PATH: the model to mount in a folder SOURCE; "": the folder rule
     SourceOptions source_options;            // cache_dir=, disk_cache_size= (remote sources)
+    bool readahead_given = false;            // readahead= was given: the mount warns when cache_size cuts it
 };
 
 // Returns the process exit status: 0 after a clean unmount, 1 invalid source or options, 2 the mount failed.

@@ -2,7 +2,9 @@
 // contract says.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "tensorfs/catalog.hpp"
 #include "tensorfs/model_folder.hpp"
@@ -10,14 +12,24 @@
 
 namespace tensorfs {
 
+// The model of SOURCE that a mount shows, without the files besides it: the file SOURCE names, the file `model`
+// (`-o model=PATH`) picks in a folder SOURCE, or the folder's one model by the folder rule. A folder that holds
+// several models and no `model` gives no catalog, and the candidates.
+struct OpenedModel {
+    std::optional<Catalog> catalog;
+    std::vector<ModelCandidate> models;  // when there is no catalog
+};
+
 // Parses and checks every header rule. Throws InvalidSource listing the problems found (a remote source that
-// cannot be reached, is not found or refuses the credentials is one such problem).
+// cannot be reached, is not found or refuses the credentials is one such problem), and for a `model` outside the
+// folder or with a SOURCE that names a file.
+OpenedModel open_model(const std::string& source, const std::string& model, const SourceOptions& options);
+
+// open_model's catalog, with no model picked: a folder of several models is refused (InvalidSource) naming them.
 Catalog open_catalog(const std::string& source, const SourceOptions& options = {});
 
-// What a mount shows of SOURCE: its model and the files besides it (side files, source/). `model` is
-// `-o model=PATH`: a model of a folder SOURCE, by its path relative to the folder (empty: the folder rule). A
-// folder that holds several models and no `model` gives no catalog and lists them. Throws InvalidSource as
-// open_catalog does, and for a `model` outside the folder or with a SOURCE that names a file.
+// What a mount shows of SOURCE: open_model's model and the files besides it (side files, source/), with the
+// candidates in `folder.models` when there is no model. Throws InvalidSource as open_model does.
 OpenedSource open_source(const std::string& source, const std::string& model, const SourceOptions& options);
 
 }  // namespace tensorfs

@@ -23,6 +23,9 @@ public:
 
     const SourceObject& file(std::uint32_t index) const { return *files_[index]; }
 
+    // Whether file `index` (a side file or a file of source/) could not be opened at mount: its reads all fail.
+    bool unopened(std::uint32_t index) const { return index < unopened_.size() && unopened_[index]; }
+
     // Reads exactly `length` bytes at `offset` of file `file` into `dst`; throws IoError on a short read or error.
     void read_exact(std::uint32_t file, std::uint64_t offset, std::size_t length, void* dst) const {
         files_[file]->read(offset, length, dst);
@@ -54,6 +57,7 @@ public:
 
 private:
     std::vector<const SourceObject*> files_;  // owned by the catalog and the folder
+    std::vector<bool> unopened_;              // by index, as files_
     std::uint32_t first_side_file_ = 0;
     std::uint32_t first_source_file_ = 0;
 };

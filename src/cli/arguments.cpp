@@ -65,8 +65,25 @@ std::string take_source_flags(const SplitArguments& split, SourceOptions& option
     if (const auto size = split.values.find("--disk-cache-size"); size != split.values.end()) {
         const auto bytes = parse_size(size->second);
         if (!bytes) return "bad --disk-cache-size '" + size->second + "' (e.g. 10G; 0 for none)";
+        if (std::string problem = disk_cache_size_problem("--disk-cache-size", size->second, *bytes);
+            !problem.empty()) {
+            return problem;
+        }
         options.disk_cache_size = *bytes;
     }
+    return {};
+}
+
+std::string take_model_flag(const SplitArguments& split, std::string& model) {
+    if (const auto list = split.values.find("-o"); list != split.values.end()) {
+        MountOptions parsed;
+        if (std::string error = take_option_list(list->second, parsed); !error.empty()) return error;
+        if (!parsed.model.empty()) model = parsed.model;
+    }
+    const auto path = split.values.find("--model");
+    if (path == split.values.end()) return {};
+    if (path->second.empty()) return "--model needs a path in the folder (e.g. --model model-Q4_K_M.gguf)";
+    model = path->second;
     return {};
 }
 

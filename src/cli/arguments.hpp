@@ -31,11 +31,16 @@ SplitArguments split_arguments(const Arguments& args, std::initializer_list<std:
 std::string positional_problem(std::string_view command, const std::vector<std::string>& positional,
                                std::initializer_list<std::string_view> names);
 
-// The flags every command that reads a SOURCE takes for remote sources: --cache-dir DIR, --disk-cache-size SIZE,
+// The flags every command that reads a SOURCE takes: --model PATH (the model to read in a folder that holds
+// several, as -o model=PATH picks the one to mount), for remote sources --cache-dir DIR, --disk-cache-size SIZE,
 // and -o OPT[,OPT...] with the mount's options (proxy=, header=, max_connections=...; the others change nothing).
-inline const std::vector<std::string_view> kSourceFlags = {"--cache-dir", "--disk-cache-size", "-o"};
+inline const std::vector<std::string_view> kSourceFlags = {"--model", "--cache-dir", "--disk-cache-size", "-o"};
 
-// Those flags' values put into `options`; returns an error message, or an empty string.
+// The values of -o, --cache-dir and --disk-cache-size put into `options`; returns an error message, or "".
 std::string take_source_flags(const SplitArguments& split, SourceOptions& options);
+
+// --model's path (or -o model=PATH's; --model wins) into `model`, left as it is when neither is given; returns an
+// error message, or "".
+std::string take_model_flag(const SplitArguments& split, std::string& model);
 
 }  // namespace tensorfs::cli

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -19,6 +20,7 @@
 #include "hidden_secrets.hpp"
 #include "remote/disk_cache.hpp"
 #include "size_option.hpp"
+#include "suggestions.hpp"
 #include "tensorfs/source_options.hpp"
 #include "text_output.hpp"
 
@@ -63,7 +65,8 @@ std::string time_text(const timespec& when) {
     return text;
 }
 
-// "30s", "15m", "12h", "7d", "2w" (a plain number is seconds).
+// "30s", "15m", "12h", "7d", "2w". A plain number is refused: 3 could be seconds or days, and evicting what
+// was read 4 s ago is no way to learn which.
 std::optional<std::int64_t> parse_duration(const std::string& text) {
     if (text.empty() || !std::isdigit(static_cast<unsigned char>(text.front()))) return std::nullopt;
     std::size_t used = 0;
@@ -75,7 +78,7 @@ std::optional<std::int64_t> parse_duration(const std::string& text) {
     }
     const std::string unit = text.substr(used);
     std::int64_t seconds = 0;
-    if (unit.empty() || unit == "s") {
+    if (unit == "s") {
         seconds = 1;
     } else if (unit == "m") {
         seconds = 60;
@@ -161,22 +164,22 @@ int remove_blocks(const std::filesystem::path& folder, std::uint64_t keep_bytes,
         }
     }
     if (lock >= 0) ::close(lock);
-    std::printf("removed %s, %s left (%zu blocks scanned)\n", human_size(before - left).c_str(),
-                human_size(left).c_str(), count);
+    std::printf("removed %s, %s left (%zu block%s scanned)\n", human_size(before - left).c_str(),
+                human_size(left).c_str(), count, count == 1 ? "" : "s");
     return 0;
 }
 
 }  // namespace
 
 int cache_command(const Arguments& args) {
-    std::vector<std::string_view> with_values = kSourceFlags;
-    with_values.insert(with_values.end(), {"--older-than", "--max-size"});
-    const SplitArguments split = split_arguments(args, {}, with_values);
+    const SplitArguments split =
+        split_arguments(args, {}, {"--cache-dir", "--disk-cache-size", "--older-than", "--max-size"});
     if (!split.error.empty()) return usage_error(split.error);
     if (split.positional.empty()) return usage_error("cache needs ls, du, prune or clear");
     const std::string& action = split.positional[0];
     if (action != "ls" && action != "du" && action != "prune" && action != "clear") {
-        return usage_error("cache: no action '" + action + "' (ls, du, prune, clear)");
+        return usage_error("cache: no action '" + action + "' (ls, du, prune, clear)" +
+                           did_you_mean(action, {"ls", "du", "prune", "clear"}));
     }
     if (split.positional.size() > 1) return usage_error("cache: unexpected argument '" + split.positional[1] + "'");
     SourceOptions options;
@@ -188,6 +191,10 @@ int cache_command(const Arguments& args) {
     }
     if (action != "du" && split.values.count("--disk-cache-size") != 0) {
         return usage_error("--disk-cache-size is for cache du");
+    }
+    // A folder that is not there holds nothing, but one named that is not there is most likely a typo.
+    if (!options.cache_dir.empty() && !std::filesystem::is_directory(options.cache_dir)) {
+        return failure(options.cache_dir.string() + ": no such folder");
     }
     // The folder a mount with the same options uses (DIR/v1), named the way DiskCache names it.
     const remote::DiskCache cache(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir, 0);
@@ -205,7 +212,10 @@ int cache_command(const Arguments& args) {
     std::optional<timespec> used_before;
     if (older_than != split.values.end()) {
         const auto seconds = parse_duration(older_than->second);
-        if (!seconds) return usage_error("bad --older-than '" + older_than->second + "' (e.g. 30m, 12h, 7d)");
+        if (!seconds) {
+            return usage_error("bad --older-than '" + older_than->second +
+                               "': a number and its unit, s, m, h, d or w (e.g. 30m, 12h, 7d)");
+        }
         timespec now{};
         ::clock_gettime(CLOCK_REALTIME, &now);
         used_before = timespec{now.tv_sec - static_cast<time_t>(*seconds), now.tv_nsec};

@@ -11,6 +11,7 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "loaded_source.hpp"
+#include "suggestions.hpp"
 #include "tensorfs/content.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/source_files.hpp"
@@ -50,6 +51,8 @@ int cat_command(const Arguments& args) {
     if (!split.error.empty()) return usage_error(split.error);
     SourceOptions options;
     if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
+    std::string model;
+    if (const std::string error = take_model_flag(split, model); !error.empty()) return usage_error(error);
     if (const std::string problem = positional_problem("cat", split.positional, {"SOURCE", "TENSOR"});
         !problem.empty()) {
         return usage_error(problem);
@@ -59,11 +62,14 @@ int cat_command(const Arguments& args) {
     if (::isatty(STDOUT_FILENO)) {
         return failure("cat writes binary data, not to a terminal; redirect it to a file or a pipe (> tensor.f32)");
     }
-    const LoadedSource source(split.positional[0], options);
+    const LoadedSource source(split.positional[0], model, options);
     const std::optional<std::uint32_t> tensor = find_tensor(source, split.positional[1]);
     if (!tensor) {
-        return failure(split.positional[0] + ": no tensor named '" + split.positional[1] +
-                       "' (tensorfs ls lists them)");
+        std::vector<std::string_view> names;
+        for (const Tensor& candidate : source.catalog.tensors) names.push_back(candidate.name);
+        const std::string meant = nearest_tensor_name(split.positional[1], names);
+        return failure(split.positional[0] + ": no tensor named '" + split.positional[1] + "'" +
+                       (meant.empty() ? "" : "; did you mean '" + visible(meant) + "'?") + " (tensorfs ls lists them)");
     }
     const Tensor& chosen = source.catalog.tensors[*tensor];
     if (view != "--raw" && !source.tree.has_dequant(*tensor)) {

@@ -27,8 +27,9 @@ int prefetch_command(const Arguments& args);
 // Runs the CSI node plugin (an executable of its own) and keeps it running.
 int csi_command(const Arguments& args);
 
-// `ls --files`: the side files and source/ files a mount of SOURCE shows (`json`: as a JSON document).
-int ls_files(const std::string& source, const SourceOptions& options, bool json);
+// `ls --files`: the side files and source/ files a mount of SOURCE (with -o model=`model`) shows (`json`: as a
+// JSON document).
+int ls_files(const std::string& source, const std::string& model, const SourceOptions& options, bool json);
 
 // Prints the one line `tensorfs: MESSAGE; try 'tensorfs --help'`; returns 1.
 int usage_error(const std::string& message);

@@ -63,6 +63,7 @@ struct ConvertArguments {
     std::string target;
     ExportDtype dtype = ExportDtype::Keep;
     bool force = false;
+    std::string model;  // --model PATH
     SourceOptions source_options;
 };
 
@@ -73,6 +74,7 @@ std::string parse(const Arguments& args, ConvertArguments& parsed) {
     const SplitArguments split = split_arguments(args, {"--force"}, flags_with_values);
     if (!split.error.empty()) return split.error;
     if (std::string error = take_source_flags(split, parsed.source_options); !error.empty()) return error;
+    if (std::string error = take_model_flag(split, parsed.model); !error.empty()) return error;
     if (const auto dtype = split.values.find("--dtype"); dtype != split.values.end()) {
         const auto named = export_dtype_named(dtype->second);
         if (!named) return "bad --dtype '" + dtype->second + "' (keep, bf16, f16 or f32)";
@@ -104,8 +106,9 @@ bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == 
 // The file of the local SOURCE that `target` is (the same inode, whatever the path), or "": writing there would
 // destroy the source. Every file the SOURCE reads counts: the file named, its index, shards and split parts, and
 // for a folder every file under it (what source/ shows).
-std::string source_file_at(const std::string& source, const SourceOptions& options, const Catalog& catalog,
-                           const std::string& target) {
+std::string source_file_at(const ConvertArguments& parsed, const Catalog& catalog) {
+    const std::string& source = parsed.source;
+    const std::string& target = parsed.target;
     struct stat target_status {};
     if (is_remote_source(source) || ::stat(target.c_str(), &target_status) != 0) return {};  // not there yet
     std::vector<std::string> paths{source};
@@ -113,7 +116,7 @@ std::string source_file_at(const std::string& source, const SourceOptions& optio
     const bool folder = std::filesystem::is_directory(source);
     const std::filesystem::path base = folder ? std::filesystem::path(source)
                                               : std::filesystem::path(source).parent_path();
-    for (const FolderFile& file : open_source(source, "", options).folder.source_files) {
+    for (const FolderFile& file : open_source(source, parsed.model, parsed.source_options).folder.source_files) {
         paths.push_back((base / file.path).string());
     }
     for (const std::string& path : paths) {
@@ -139,10 +142,9 @@ int convert_command(const Arguments& args) {
     ConvertArguments parsed;
     if (const std::string problem = parse(args, parsed); !problem.empty()) return usage_error(problem);
 
-    const LoadedSource source(parsed.source, parsed.source_options);
+    const LoadedSource source(parsed.source, parsed.model, parsed.source_options);
     // Checked before the suffix, with or without --force: no message may invite writing over the source.
-    if (const std::string same = source_file_at(parsed.source, parsed.source_options, source.catalog, parsed.target);
-        !same.empty()) {
+    if (const std::string same = source_file_at(parsed, source.catalog); !same.empty()) {
         const std::string what = same == parsed.source ? "SOURCE" : "SOURCE's file " + same;
         return failure(parsed.target + ": is " + what + "; convert never writes over its own source");
     }

@@ -27,6 +27,7 @@ struct DiffArguments {
     NameMode names = NameMode::Auto;
     DiffFormat format = DiffFormat::Table;
     bool quiet = false;
+    std::string model;   // --model PATH: the same model path in both A and B
     SourceOptions source_options;
 };
 
@@ -37,6 +38,7 @@ std::string parse(const Arguments& args, DiffArguments& parsed) {
     const SplitArguments split = split_arguments(args, {"--json", "--csv", "--quiet"}, flags_with_values);
     if (!split.error.empty()) return split.error;
     if (std::string error = take_source_flags(split, parsed.source_options); !error.empty()) return error;
+    if (std::string error = take_model_flag(split, parsed.model); !error.empty()) return error;
     if (split.positional.size() != 2) return "diff needs A and B";
     parsed.a = split.positional[0];
     parsed.b = split.positional[1];
@@ -61,8 +63,8 @@ std::string parse(const Arguments& args, DiffArguments& parsed) {
 
 int run_diff(const DiffArguments& parsed) {
     // The cache budget is shared by both sides: each keeps half of it in decoded chunks.
-    DiffSide a(parsed.a, parsed.source_options, kDefaultCacheBudget / 2);
-    DiffSide b(parsed.b, parsed.source_options, kDefaultCacheBudget / 2);
+    DiffSide a(parsed.a, parsed.model, parsed.source_options, kDefaultCacheBudget / 2);
+    DiffSide b(parsed.b, parsed.model, parsed.source_options, kDefaultCacheBudget / 2);
     const Pairing pairing = pair_tensors(a.catalog(), b.catalog(), parsed.names, parsed.glob);
     if (!parsed.glob.empty() && pairing.pairs.empty()) {
         failure("no tensor of " + parsed.a + " or " + parsed.b + " matches --tensors " + cli::quoted(parsed.glob));

@@ -20,9 +20,10 @@ namespace tensorfs::cli {
 
 // One side of a diff: its SOURCE, parsed, and read as a mount would.
 struct DiffSide {
-    // Throws InvalidSource as `tensorfs ls SOURCE` would.
-    DiffSide(const std::string& source, const SourceOptions& options, std::uint64_t cache_budget)
-        : path(source), loaded(source, options), files(loaded.catalog), values(loaded.catalog, files, stats,
+    // Throws InvalidSource as `tensorfs cat SOURCE` would (`model`: --model PATH).
+    DiffSide(const std::string& source, const std::string& model, const SourceOptions& options,
+             std::uint64_t cache_budget)
+        : path(source), loaded(source, model, options), files(loaded.catalog), values(loaded.catalog, files, stats,
                                                                                 cache_budget) {}
 
     const Catalog& catalog() const { return loaded.catalog; }

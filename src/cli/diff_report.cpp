@@ -146,8 +146,10 @@ Json summary_json(const DiffReport& report, const Summary& summary) {
     line["only_in_a"] = summary.only_in_a;
     line["only_in_b"] = summary.only_in_b;
     line["compared"] = summary.total.compared;
-    line["rmse"] = json_number(total.rmse);
-    line["snr_db"] = json_number(total.snr_db);
+    // No figure over no values: null, not an RMSE of 0 that reads as a perfect match.
+    const bool any_compared = summary.total.compared > 0;
+    line["rmse"] = any_compared ? json_number(total.rmse) : Json(nullptr);
+    line["snr_db"] = any_compared ? json_number(total.snr_db) : Json(nullptr);
     Json worst = Json::array();
     for (const PairResult* result : summary.worst) {
         worst.push_back({{"a", tensor_a(report, *result)->name}, {"b", tensor_b(report, *result)->name},
@@ -208,6 +210,17 @@ std::string figure(double value) {
     return text;
 }
 
+// A cosine with enough digits to tell it from 1 (or -1): 0.9999986 is "0.999999", not "1".
+std::string cosine_figure(double value) {
+    if (std::isnan(value) || std::fabs(value) == 1) return figure(value);
+    char text[32];
+    for (int digits = 4; digits <= 17; ++digits) {
+        std::snprintf(text, sizeof text, "%.*g", digits, value);
+        if (std::fabs(std::strtod(text, nullptr)) != 1) break;
+    }
+    return text;
+}
+
 std::string name_of(const Tensor* tensor) { return tensor ? visible(tensor->name) : "-"; }
 
 void print_table(const DiffReport& report, const Summary& summary, bool quiet) {
@@ -229,7 +242,8 @@ void print_table(const DiffReport& report, const Summary& summary, bool quiet) {
                 const DiffMetrics metrics = metrics_of(result.sums);
                 const DiffSums& sums = result.sums;
                 row.insert(row.end(), {std::to_string(sums.differing), figure(sums.max_abs_diff),
-                                       figure(metrics.relative_rmse), figure(metrics.cosine), figure(metrics.snr_db),
+                                       figure(metrics.relative_rmse), cosine_figure(metrics.cosine),
+                                       figure(metrics.snr_db),
                                        std::to_string(sums.nan_a + sums.inf_a) + "/" +
                                            std::to_string(sums.nan_b + sums.inf_b)});
             }
@@ -246,8 +260,17 @@ void print_table(const DiffReport& report, const Summary& summary, bool quiet) {
                 static_cast<unsigned long long>(summary.different),
                 static_cast<unsigned long long>(summary.shape_mismatch),
                 static_cast<unsigned long long>(summary.only_in_a), static_cast<unsigned long long>(summary.only_in_b));
-    std::printf("over %s values: RMSE %s, SNR %s dB\n", short_count(summary.total.compared).c_str(),
-                figure(total.rmse).c_str(), figure(total.snr_db).c_str());
+    if (summary.paired == 0 && summary.only_in_a + summary.only_in_b > 0) {
+        std::printf("nothing paired: %s\n",
+                    report.names == NameMode::Gguf
+                        ? "no tensor of A has its GGUF name in B (--names same pairs the names as they are)"
+                        : "A and B have no tensor name in common (--names gguf pairs a Hugging Face checkpoint's "
+                          "names with its GGUF's)");
+    }
+    if (summary.total.compared > 0) {
+        std::printf("over %s values: RMSE %s, SNR %s dB\n", short_count(summary.total.compared).c_str(),
+                    figure(total.rmse).c_str(), figure(total.snr_db).c_str());
+    }
     if (summary.worst.empty()) return;
     std::printf("worst by relative RMSE:\n");
     for (const PairResult* result : summary.worst) {

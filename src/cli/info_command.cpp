@@ -8,21 +8,35 @@
 #include "metadata_text.hpp"
 #include "model_figures.hpp"
 #include "tensorfs/json_files.hpp"
+#include "tensorfs/open_source.hpp"
 #include "text_output.hpp"
 
 namespace tensorfs::cli {
 namespace {
 
-// model.json's keys (as a mount with the default options shows it) with the figures inserted after "total_nbytes".
-nlohmann::ordered_json info_json(const LoadedSource& source, const ModelFigures& figures) {
-    const ModelExport model_export(source.catalog, ExportDtype::Keep);
-    const nlohmann::ordered_json model = model_meta(source.catalog, source.tree, &model_export);
+// model.json's keys with the figures inserted after "total_nbytes".
+nlohmann::ordered_json with_figures(const nlohmann::ordered_json& model, const ModelFigures& figures) {
     nlohmann::ordered_json info;
     for (const auto& [key, value] : model.items()) {
         info[key] = value;
         if (key == "total_nbytes") info.update(figures_json(figures));
     }
     return info;
+}
+
+// model.json as a mount with the default options shows it, with the figures.
+nlohmann::ordered_json info_json(const LoadedSource& source, const ModelFigures& figures) {
+    const ModelExport model_export(source.catalog, ExportDtype::Keep);
+    return with_figures(model_meta(source.catalog, source.tree, &model_export), figures);
+}
+
+// The same for a folder of several models: its mount's model.json names the candidates and how to pick one.
+nlohmann::ordered_json several_models_json(const std::vector<ModelCandidate>& models) {
+    const Catalog none;
+    ModelFolder folder;
+    folder.models = models;
+    const Tree tree(none, false, &folder);
+    return with_figures(model_meta(none, tree), model_figures(none));
 }
 
 std::string summary_text(const Catalog& catalog, const ModelFigures& figures) {
@@ -73,10 +87,19 @@ int info_command(const Arguments& args) {
     if (!split.error.empty()) return usage_error(split.error);
     SourceOptions options;
     if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
+    std::string model;
+    if (const std::string error = take_model_flag(split, model); !error.empty()) return usage_error(error);
     if (const std::string problem = positional_problem("info", split.positional, {"SOURCE"}); !problem.empty()) {
         return usage_error(problem);
     }
-    const LoadedSource source(source_to_describe(split.positional[0]), options);
+    const std::string described = source_to_describe(split.positional[0]);
+    OpenedModel opened = open_model(described, model, options);
+    if (!opened.catalog) {
+        if (!split.has("--json")) return list_models(described, opened.models);
+        std::fputs(render_json_file(several_models_json(opened.models)).c_str(), stdout);
+        return 0;
+    }
+    const LoadedSource source(std::move(*opened.catalog));
     const ModelFigures figures = model_figures(source.catalog);
 
     if (split.has("--json")) {

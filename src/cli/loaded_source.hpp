@@ -3,16 +3,18 @@
 
 #include <string>
 
+#include "model_choice.hpp"
 #include "tensorfs/catalog.hpp"
-#include "tensorfs/open_source.hpp"
 #include "tensorfs/tree.hpp"
 
 namespace tensorfs::cli {
 
 struct LoadedSource {
-    // Throws InvalidSource, as a mount of the same SOURCE would refuse it.
-    LoadedSource(const std::string& source, const SourceOptions& options)
-        : catalog(open_catalog(source, options)), tree(catalog) {}
+    // The model of `source` (`model`: --model PATH) as chosen_model() picks it. Throws InvalidSource, as a mount of
+    // the same SOURCE would refuse it, and for a folder of several models with none picked.
+    LoadedSource(const std::string& source, const std::string& model, const SourceOptions& options)
+        : LoadedSource(chosen_model(source, model, options)) {}
+    explicit LoadedSource(Catalog opened) : catalog(std::move(opened)), tree(catalog) {}
 
     Catalog catalog;
     Tree tree;  // the directory names; names that cannot become directories are refused here too

@@ -7,6 +7,8 @@
 #include "loaded_source.hpp"
 #include "source_hints.hpp"
 #include "tensorfs/json_files.hpp"
+#include "tensorfs/open_source.hpp"
+#include "tensorfs/remote_source.hpp"
 #include "text_output.hpp"
 
 namespace tensorfs::cli {
@@ -16,11 +18,24 @@ int ls_command(const Arguments& args) {
     if (!split.error.empty()) return usage_error(split.error);
     SourceOptions options;
     if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
+    std::string model;
+    if (const std::string error = take_model_flag(split, model); !error.empty()) return usage_error(error);
     if (const std::string problem = positional_problem("ls", split.positional, {"SOURCE"}); !problem.empty()) {
         return usage_error(problem);
     }
-    if (split.has("--files")) return ls_files(split.positional[0], options, split.has("--json"));
-    const LoadedSource source(source_to_describe(split.positional[0]), options);
+    if (split.has("--files")) return ls_files(split.positional[0], model, options, split.has("--json"));
+    const std::string described = source_to_describe(split.positional[0]);
+    OpenedModel opened = open_model(described, model, options);
+    if (!opened.catalog) {
+        // A folder of several models has no tensors (a mount of it shows none): --json gets the empty list.
+        if (!split.has("--json")) return list_models(described, opened.models);
+        std::fputs("[]\n", stdout);
+        std::fprintf(stderr, "tensorfs: note: %s holds %zu models, so it has no tensors of its own; tensorfs ls "
+                             "without --json lists them\n",
+                     shown_source(described).c_str(), opened.models.size());
+        return 0;
+    }
+    const LoadedSource source(std::move(*opened.catalog));
     const Catalog& catalog = source.catalog;
 
     if (split.has("--json")) {

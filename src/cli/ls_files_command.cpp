@@ -19,8 +19,8 @@ nlohmann::ordered_json listed(const std::vector<FolderFile>& files, const std::s
 
 }  // namespace
 
-int ls_files(const std::string& source, const SourceOptions& options, bool json) {
-    const ModelFolder folder = open_source(source, "", options).folder;
+int ls_files(const std::string& source, const std::string& model, const SourceOptions& options, bool json) {
+    const ModelFolder folder = open_source(source, model, options).folder;
     if (json) {
         nlohmann::ordered_json document;
         document["side_files"] = listed(folder.side_files, "");
@@ -28,6 +28,13 @@ int ls_files(const std::string& source, const SourceOptions& options, bool json)
         if (!folder.models.empty()) {
             auto& models = document["models"] = nlohmann::ordered_json::array();
             for (const auto& model : folder.models) models.push_back({{"path", model.path}, {"format", model.format}});
+        }
+        const auto problems = unopened_files(folder);
+        if (!problems.empty()) {
+            auto& listed_problems = document["problems"] = nlohmann::ordered_json::array();
+            for (const FolderFile* file : problems) {
+                listed_problems.push_back({{"path", file->path}, {"what", file->problem}});
+            }
         }
         std::fputs(render_json_file(document).c_str(), stdout);
         return 0;
@@ -44,8 +51,13 @@ int ls_files(const std::string& source, const SourceOptions& options, bool json)
     add(folder.side_files, "");
     add(folder.source_files, "source/");
     std::fputs(table.render().c_str(), stdout);
+    for (const FolderFile* file : unopened_files(folder)) {
+        std::printf("%s: cannot be read (a mount shows it empty, reads fail): %s\n", visible(file->path).c_str(),
+                    visible(file->problem).c_str());
+    }
     if (!folder.models.empty()) {
-        std::printf("\n%zu models in this folder (mount one with -o model=PATH):\n", folder.models.size());
+        std::printf("\n%zu models in this folder (pick one with --model PATH, -o model=PATH for a mount):\n",
+                    folder.models.size());
         for (const auto& model : folder.models) {
             std::printf("  %s (%s)\n", visible(model.path).c_str(), model.format.c_str());
         }

@@ -19,26 +19,34 @@
 namespace tensorfs::cli {
 namespace {
 
-constexpr const char* kUsage =
+// The help is made of these parts: `tensorfs --help` prints them all, `tensorfs help mount` mount's own.
+constexpr const char* kMountUsage =
     "usage: tensorfs mount SOURCE MOUNTPOINT [-f] [-d] [-s] [-o OPT[,OPT...]] [--cache-size SIZE] [--threads N]\n"
-    "                      [--cache-dir DIR] [--disk-cache-size SIZE]\n"
-    "       tensorfs SOURCE MOUNTPOINT [-o OPT[,OPT...]]     (the form mount(8) and fstab use)\n"
+    "                      [--model PATH] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+    "       tensorfs SOURCE MOUNTPOINT [-o OPT[,OPT...]]     (the form mount(8) and fstab use)\n";
+
+constexpr const char* kOtherUsage =
     "       tensorfs umount MOUNTPOINT\n"
-    "       tensorfs ls SOURCE [--json] [--cache-dir DIR]\n"
-    "       tensorfs ls --files SOURCE [--json] [--cache-dir DIR]\n"
-    "       tensorfs info SOURCE [--json] [--cache-dir DIR]\n"
-    "       tensorfs cat SOURCE TENSOR [--raw | --f32 | --npy | --bf16 | --f16] [--cache-dir DIR]\n"
-    "       tensorfs convert SOURCE OUT.safetensors [--dtype keep|bf16|f16|f32] [--force] [--cache-dir DIR]\n"
-    "       tensorfs validate SOURCE [--json] [--cache-dir DIR]\n"
+    "       tensorfs ls SOURCE [--json] [--model PATH] [-o OPT] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+    "       tensorfs ls --files SOURCE [--json] [--model PATH] [-o OPT] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+    "       tensorfs info SOURCE [--json] [--model PATH] [-o OPT] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+    "       tensorfs cat SOURCE TENSOR [--raw | --f32 | --npy | --bf16 | --f16] [--model PATH] [--cache-dir DIR]\n"
+    "                         [-o OPT] [--disk-cache-size SIZE]\n"
+    "       tensorfs convert SOURCE OUT.safetensors [--dtype keep|bf16|f16|f32] [--force] [--model PATH]\n"
+    "                        [-o OPT] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+    "       tensorfs validate SOURCE [--json] [--model PATH] [-o OPT] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
     "       tensorfs stats MOUNTPOINT [--json | --prometheus]\n"
-    "       tensorfs diff A B [--tensors GLOB] [--names same|gguf|auto] [--json | --csv] [--quiet]\n"
+    "       tensorfs diff A B [--tensors GLOB] [--names same|gguf|auto] [--json | --csv] [--quiet] [--model PATH]\n"
+    "                     [-o OPT] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
     "       tensorfs status [--json]\n"
     "       tensorfs cache [--cache-dir DIR] ls | du | prune [--older-than DURATION] [--max-size SIZE] | clear\n"
     "       tensorfs help [COMMAND]\n"
-    "       tensorfs prefetch SOURCE [--tensors GLOB] [--files GLOB] [--quiet] [--verify] [-o OPT]\n"
+    "       tensorfs prefetch SOURCE [--tensors GLOB] [--files GLOB] [--quiet] [--verify] [-o OPT] [--model PATH]\n"
     "                         [--cache-dir DIR] [--disk-cache-size SIZE]\n"
     "       tensorfs csi --endpoint unix:///PATH/csi.sock --node-id NAME [--state-dir DIR] [--cache-dir DIR]\n"
-    "       tensorfs --help | --version\n"
+    "       tensorfs --help | --version\n";
+
+constexpr const char* kDescription =
     "\n"
     "SOURCE is a .safetensors file, a .safetensors.index.json, a .gguf file (or any part of a split set), a PyTorch\n"
     "checkpoint (.bin, .pt, .pth; its pickle is never run), a .bin.index.json, or a folder holding one of those; or\n"
@@ -78,13 +86,23 @@ constexpr const char* kUsage =
     "            and the rate; --verify: each whole file against the checksum its source publishes (the Hub's\n"
     "            LFS sha256, S3's x-amz-checksum-sha256 or single-part ETag MD5)\n"
     "  csi       the Kubernetes CSI node plugin (driver csi.tensorfs.io): volumes that mount a SOURCE\n"
+    "\n";
+
+// What `help mount` says of the command before its options (the whole help's description says more).
+constexpr const char* kMountDescription =
     "\n"
+    "Mounts SOURCE (see tensorfs --help) read-only at MOUNTPOINT and returns once the mount is ready; the daemon goes\n"
+    "to the background unless -f or -d. A folder of several models mounts without tensors; model.json lists them.\n"
+    "\n";
+
+constexpr const char* kMountOptions =
     "mount options:\n"
     "  -f                 stay in the foreground\n"
-    "  -d                 debug: print every FUSE request (implies -f)\n"
+    "  -d, -o debug       debug: print every FUSE request (implies -f)\n"
     "  -s                 serve requests on one thread\n"
     "  -o OPT[,OPT...]    tensorfs's own options, libfuse's (below) and the usual mount(8) ones:\n"
-    "                       cache_size=SIZE   decoded chunks kept in memory (K, M, G, T suffixes)\n"
+    "                       cache_size=SIZE   decoded chunks kept in memory (default 256M; sizes take K, M,\n"
+    "                                         G, T in any case: 512M, 512m, 512MiB)\n"
     "                       threads=N         threads serving reads (1 to 1024)\n"
     "                       export_dtype=D    model.safetensors: keep (every dtype safetensors has; ggml\n"
     "                                         quants as F32, the default), or bf16, f16, f32 for every\n"
@@ -92,10 +110,10 @@ constexpr const char* kUsage =
     "                       model=PATH        the model to mount in a folder that holds several (PATH\n"
     "                                         relative to the folder, e.g. model=x-Q4_K_M.gguf)\n"
     "                       cache_dir=DIR     remote sources' disk cache (default $XDG_CACHE_HOME/tensorfs)\n"
-    "                       disk_cache_size=SIZE  the most it holds (default 10G; 0: no disk cache)\n"
+    "                       disk_cache_size=SIZE  the most it holds (default 10G; 0: none, else at least 1M)\n"
     "                       max_connections=N range requests in flight for read-ahead (default 16, at most 64)\n"
     "                       readahead=SIZE    how far ahead of a sequential reader to fetch, at most (default\n"
-    "                                         64M, and at most half of cache_size)\n"
+    "                                         64M, and at most a quarter of cache_size; a warning when cut)\n"
     "                       proxy=URL         the HTTP proxy of every request (default: http_proxy,\n"
     "                                         HTTPS_PROXY, ALL_PROXY; hosts in NO_PROXY go direct)\n"
     "                       header=NAME:VALUE a header every request carries (repeat it for more), e.g.\n"
@@ -106,34 +124,46 @@ constexpr const char* kUsage =
     "                       strictatime, nodiratime, lazytime: accepted, changing nothing\n"
     "  --cache-size SIZE  same as -o cache_size=SIZE\n"
     "  --threads N        same as -o threads=N\n"
-    "  --cache-dir DIR, --disk-cache-size SIZE   same as -o cache_dir=DIR, disk_cache_size=SIZE; ls, info, cat,\n"
-    "                     convert, validate and diff take them too, and -o with the options of remote sources\n"
+    "  --model PATH, --cache-dir DIR, --disk-cache-size SIZE   same as -o model=PATH, cache_dir=DIR,\n"
+    "                     disk_cache_size=SIZE; ls, info, cat, convert, validate, diff (--model: the same PATH\n"
+    "                     in A and B) and prefetch take them too, and -o with the options of remote sources\n"
     "  --secrets-fd N     read credentials from file descriptor N: a JSON object of HF_TOKEN, AWS_ACCESS_KEY_ID,\n"
     "                     AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, username, password (for programs that start\n"
     "                     tensorfs: no command line, environment or file shows them)\n"
-    "\n"
+    "\n";
+
+constexpr const char* kExitStatus =
     "exit status: 0 success, 1 invalid source or usage, 2 the mount itself failed.\n"
     "\n"
     "libfuse options:\n";
 
 void print_help() {
-    std::fputs(kUsage, stdout);
+    for (const char* part : {kMountUsage, kOtherUsage, kDescription, kMountOptions, kExitStatus}) {
+        std::fputs(part, stdout);
+    }
     print_libfuse_help();
 }
 
-// `tensorfs help [CMD]`, `tensorfs CMD --help`: that command's own usage where it has one, else the whole help.
-int help_command(const std::string& command) {
-    if (command.empty() || !is_command(command)) {
-        if (!command.empty()) {
-            return usage_error("no command '" + command + "'" + did_you_mean(command, command_names()));
-        }
+void print_mount_help() {
+    for (const char* part : {kMountUsage, kMountDescription, kMountOptions, kExitStatus}) std::fputs(part, stdout);
+    print_libfuse_help();
+}
+
+// `tensorfs help [CMD]`, `tensorfs CMD --help`: that command's own usage, or the whole help. `help --help` is
+// help's own.
+int help_command(const std::string& asked) {
+    const std::string command = asked == "--help" || asked == "-h" ? "help" : asked;
+    if (command.empty()) {
         print_help();
         return 0;
     }
-    if (const auto usage = command_usage(command)) {
-        std::fputs(usage->c_str(), stdout);
+    if (!is_command(command)) {
+        return usage_error("no command '" + command + "'" + did_you_mean(command, command_names()));
+    }
+    if (command == "mount") {
+        print_mount_help();
     } else {
-        print_help();
+        std::fputs(command_usage(command).value_or("").c_str(), stdout);
     }
     return 0;
 }
@@ -173,6 +203,10 @@ int run(const Arguments& all) {
         return help_command(rest.empty() ? std::string() : rest.front());
     }
     if (asks_for_help(all)) return help_command(is_command(first) ? first : std::string());
+    // Before the mount(8) form takes it as a mount option: `tensorfs --verison`.
+    if (const std::string meant = nearest(first, {"--help", "--version"}); first.starts_with("--") && !meant.empty()) {
+        return usage_error("unknown option '" + first + "'; did you mean '" + meant + "'?");
+    }
     if (first == "mount") return mount_command(rest);
     if (first == "umount" || first == "unmount") return umount_command(rest);
     if (first == "validate") return validate_command(rest);

@@ -1,5 +1,6 @@
 // `tensorfs mount SOURCE MOUNTPOINT [-f] [-d] [-s] [-o OPT[,OPT…]] [--cache-size SIZE] [--threads N]
-//                 [--cache-dir DIR] [--disk-cache-size SIZE] [--secrets-fd N]`
+//                 [--model PATH] [--cache-dir DIR] [--disk-cache-size SIZE] [--secrets-fd N]`
+#include <algorithm>
 #include <charconv>
 #include <optional>
 
@@ -8,7 +9,6 @@
 #include "mount_options.hpp"
 #include "mountpoint_checks.hpp"
 #include "secrets_input.hpp"
-#include "size_option.hpp"
 #include "suggestions.hpp"
 #include "tensorfs/mount.hpp"
 
@@ -46,21 +46,18 @@ int mount_command(const Arguments& args) {
             const std::string error =
                 take_option_list(std::string_view(*list).substr(arg == "-o" ? 0 : 2), options);
             if (!error.empty()) return usage_error(error);
-        } else if (arg == "--cache-size") {
-            const std::string* text = value();
-            const auto size = text ? parse_size(*text) : std::nullopt;
-            if (!size) return usage_error("--cache-size needs a size such as 512M or 2G");
-            options.cache_size = *size;
         } else if (arg == "--threads") {
             const std::string* text = value();
             const auto threads = text ? parse_threads(*text) : std::nullopt;
             if (!threads) return usage_error("--threads needs a number from 1 to 1024");
             options.threads = *threads;
-        } else if (arg == "--cache-dir" || arg == "--disk-cache-size") {
+        } else if (arg == "--cache-size" || arg == "--cache-dir" || arg == "--disk-cache-size" || arg == "--model") {
             const std::string* text = value();
             if (text == nullptr) return usage_error(arg + " needs a value");
-            const std::string error = take_option_list((arg == "--cache-dir" ? "cache_dir=" : "disk_cache_size=") + *text,
-                                                       options);
+            // The -o option of the same name (cache_size=...), so that both are checked alike.
+            std::string name = arg.substr(2);
+            std::replace(name.begin(), name.end(), '-', '_');
+            const std::string error = take_option_list(name + "=" + *text, options);
             if (!error.empty()) return usage_error(error);
         } else if (arg == "--secrets-fd") {
             const std::string* text = value();
@@ -70,7 +67,7 @@ int mount_command(const Arguments& args) {
         } else if (arg.starts_with("-") && arg.size() > 1) {
             return usage_error("unknown option '" + arg + "'" +
                                did_you_mean(arg, {"-f", "-d", "-s", "-o", "--cache-size", "--threads", "--cache-dir",
-                                                  "--disk-cache-size", "--secrets-fd"}));
+                                                  "--disk-cache-size", "--model", "--secrets-fd"}));
         } else {
             positional.push_back(arg);
         }

@@ -1,10 +1,14 @@
 #include "mount_options.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
+#include <vector>
 
 #include "libfuse.hpp"
 #include "size_option.hpp"
+#include "suggestions.hpp"
+#include "tensorfs/dequant_reader.hpp"
 
 namespace tensorfs::cli {
 namespace {
@@ -20,6 +24,38 @@ constexpr std::array<std::string_view, 19> kIgnoredOptions = {
 
 // Prefixes of options that are comments or settings for other programs (systemd, mount(8) itself).
 constexpr std::array<std::string_view, 3> kIgnoredPrefixes = {"x-", "X-", "comment="};
+
+// tensorfs's own options, by name (NAME=VALUE). take_option_list takes no other option as its own: one parsed
+// below but missing here is refused as unknown, so that this list stays whole, and a mistyped name is matched
+// against it.
+constexpr std::array<std::string_view, 10> kOwnOptions = {
+    "cache_size",      "threads",   "export_dtype", "model", "cache_dir", "disk_cache_size",
+    "max_connections", "readahead", "proxy",        "header",
+};
+
+// libfuse's and mount(8)'s usual options (libfuse itself says which it takes), for suggestions only.
+constexpr std::array<std::string_view, 19> kOtherOptionNames = {
+    "allow_other", "allow_root", "auto_unmount", "default_permissions", "fsname", "subtype", "max_read",
+    "dev",         "nodev",      "suid",         "nosuid",              "exec",   "noexec",  "atime",
+    "noatime",     "sync",       "async",        "dirsync",             "debug",
+};
+
+bool is_own(std::string_view name) {
+    return std::find(kOwnOptions.begin(), kOwnOptions.end(), name) != kOwnOptions.end();
+}
+
+// "unknown mount option 'OPT'", with OPT's value after the nearest known name when OPT's name looks like a typo
+// of one ("did you mean 'cache_size=1G'?").
+std::string unknown_option(std::string_view option) {
+    const std::string_view name = option.substr(0, option.find('='));
+    std::vector<std::string_view> names(kOwnOptions.begin(), kOwnOptions.end());
+    names.insert(names.end(), kOtherOptionNames.begin(), kOtherOptionNames.end());
+    names.insert(names.end(), kIgnoredOptions.begin(), kIgnoredOptions.end());
+    const std::string found = nearest(name, names);
+    std::string message = "unknown mount option '" + std::string(option) + "'";
+    if (found.empty() || found == name) return message;
+    return message + "; did you mean '" + found + std::string(option.substr(name.size())) + "'?";
+}
 
 bool is_ignored(std::string_view option) {
     for (const auto ignored : kIgnoredOptions) {
@@ -48,9 +84,26 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
         const std::string_view option = list.substr(start, comma - start);
         start = comma + 1;
         if (option.empty() || is_ignored(option)) continue;
-        if (option.starts_with("cache_size=")) {
+        if (option == "debug") {
+            // As -d: libfuse's lines about every request go to stderr, which a daemon in the background has not.
+            options.debug = true;
+            options.foreground = true;
+            continue;
+        }
+        if (!is_own(option.substr(0, option.find('=')))) {
+            if (!libfuse_accepts(std::string(option))) return unknown_option(option);
+            options.fuse_options.emplace_back(option);
+        } else if (option.find('=') == std::string_view::npos) {
+            return std::string(option) + " needs a value: " + std::string(option) + "=...";
+        } else if (option.starts_with("cache_size=")) {
             const auto size = parse_size(option.substr(11));
             if (!size) return "bad cache_size '" + std::string(option.substr(11)) + "' (e.g. 512M, 2G)";
+            const std::uint64_t smallest_chunk = chunk_bytes_for_budget(0);
+            if (std::string problem = budget_problem("cache_size", option.substr(11), *size, smallest_chunk,
+                                                     "one chunk of decoded values");
+                !problem.empty()) {
+                return problem;
+            }
             options.cache_size = *size;
         } else if (option.starts_with("export_dtype=")) {
             const auto dtype = export_dtype_named(option.substr(13));
@@ -69,6 +122,10 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
         } else if (option.starts_with("disk_cache_size=")) {
             const auto size = parse_size(option.substr(16));
             if (!size) return "bad disk_cache_size '" + std::string(option.substr(16)) + "' (e.g. 10G; 0 for none)";
+            if (std::string problem = disk_cache_size_problem("disk_cache_size", option.substr(16), *size);
+                !problem.empty()) {
+                return problem;
+            }
             options.source_options.disk_cache_size = *size;
         } else if (option.starts_with("max_connections=")) {
             const auto connections = parse_threads(option.substr(16));
@@ -81,14 +138,13 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
             const auto size = parse_size(option.substr(10));
             if (!size) return "bad readahead '" + std::string(option.substr(10)) + "' (e.g. 64M; 0 for none)";
             options.source_options.readahead = *size;
+            options.readahead_given = true;
         } else if (option.starts_with("proxy=")) {
             if (std::string error = take_proxy(option.substr(6), options.source_options); !error.empty()) return error;
         } else if (option.starts_with("header=")) {
             if (std::string error = take_header(option.substr(7), options.source_options); !error.empty()) return error;
-        } else if (libfuse_accepts(std::string(option))) {
-            options.fuse_options.emplace_back(option);
         } else {
-            return "unknown mount option '" + std::string(option) + "'";
+            return "unknown mount option '" + std::string(option) + "'";  // listed in kOwnOptions, parsed nowhere
         }
     }
     return {};

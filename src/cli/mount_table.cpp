@@ -73,4 +73,36 @@ std::optional<MountEntry> mount_at(const std::string& path) {
     return found;
 }
 
+namespace {
+
+bool is_inside(const std::string& path, const std::string& folder) {
+    if (folder == "/") return path.size() > 1 && path.starts_with('/');
+    return path.size() > folder.size() && path.starts_with(folder) && path[folder.size()] == '/';
+}
+
+}  // namespace
+
+std::optional<MountEntry> tensorfs_mount_holding(const std::string& path) {
+    std::optional<MountEntry> found;
+    for (auto& entry : tensorfs_mounts()) {
+        if (entry.mountpoint != path && !is_inside(path, entry.mountpoint)) continue;
+        if (!found || entry.mountpoint.size() >= found->mountpoint.size()) found = std::move(entry);
+    }
+    return found;
+}
+
+std::vector<MountEntry> mounts_inside(const std::string& mountpoint) {
+    std::vector<MountEntry> inside;
+    for (auto& entry : all_mounts()) {
+        if (is_inside(entry.mountpoint, mountpoint)) inside.push_back(std::move(entry));
+    }
+    return inside;
+}
+
+std::string dead_mount_clearing(const std::string& mountpoint) { return "fusermount3 -u " + mountpoint; }
+
+std::string dead_mount_line(const std::string& mountpoint) {
+    return mountpoint + ": its daemon is gone; clear the mount with: " + dead_mount_clearing(mountpoint);
+}
+
 }  // namespace tensorfs::cli

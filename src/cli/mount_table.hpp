@@ -26,4 +26,15 @@ std::string absolute_path_of(const std::string& path);
 // The mount whose mount point is `path` (the topmost one), if any.
 std::optional<MountEntry> mount_at(const std::string& path);
 
+// The innermost tensorfs mount whose tree holds `path` (a path resolved already, absolute), if any.
+std::optional<MountEntry> tensorfs_mount_holding(const std::string& path);
+
+// The mounts whose mount points lie inside the folder `mountpoint` (absolute), in mount order.
+std::vector<MountEntry> mounts_inside(const std::string& mountpoint);
+
+// What status and stats say of a tensorfs mount whose daemon is gone: "MOUNTPOINT: its daemon is gone; clear the
+// mount with: COMMAND", and that command.
+std::string dead_mount_line(const std::string& mountpoint);
+std::string dead_mount_clearing(const std::string& mountpoint);
+
 }  // namespace tensorfs::cli

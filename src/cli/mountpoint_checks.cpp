@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "mount_table.hpp"
@@ -47,6 +48,15 @@ int check_mountpoint(const std::string& mountpoint) {
         return mount_failure(mountpoint + ": " + std::strerror(errno));
     }
     if (!S_ISDIR(status.st_mode)) return mount_failure(mountpoint + ": not a directory");
+    // Resolved (it exists, and is no dead mount): a symbolic link into a mount is inside it too.
+    if (char* resolved = ::realpath(mountpoint.c_str(), nullptr)) {
+        const std::string path(resolved);
+        std::free(resolved);
+        if (const auto outer = tensorfs_mount_holding(path)) {
+            return mount_failure(mountpoint + ": inside the tensorfs mount " + outer->mountpoint +
+                                 " (a read-only tree of " + outer->source + "); mount somewhere else");
+        }
+    }
     if (!folder_is_empty(mountpoint)) {
         std::fprintf(stderr, "tensorfs: warning: %s is not empty; its files are hidden while the mount is there\n",
                      mountpoint.c_str());
@@ -56,9 +66,23 @@ int check_mountpoint(const std::string& mountpoint) {
 
 int check_unmountable(const std::string& mountpoint) {
     const auto mounted = mount_at(mountpoint);
-    if (!mounted) return mount_failure(mountpoint + ": not mounted");
+    if (!mounted) {
+        struct stat status {};
+        if (::stat(mountpoint.c_str(), &status) != 0 && errno == ENOENT) {
+            return mount_failure(mountpoint + ": no such folder");
+        }
+        return mount_failure(mountpoint + ": not mounted");
+    }
     if (mounted->type != "fuse.tensorfs") {
         return mount_failure(mountpoint + ": not a tensorfs mount (" + mounted->type + "); use umount(8)");
+    }
+    // The kernel says only "busy" while a mount inside it is there.
+    const auto inside = mounts_inside(mounted->mountpoint);
+    if (!inside.empty()) {
+        std::string names;
+        for (const auto& entry : inside) names += (names.empty() ? "" : ", ") + entry.mountpoint;
+        return mount_failure(mountpoint + ": busy: " + names + (inside.size() == 1 ? " is a mount" : " are mounts") +
+                             " inside it; unmount " + (inside.size() == 1 ? "it" : "them") + " first");
     }
     return 0;
 }

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -135,19 +136,32 @@ int prefetch_command(const Arguments& args) {
     if (const std::string error = take_source_flags(split, options.source_options); !error.empty()) {
         return usage_error(error);
     }
-    if (split.positional.size() != 1) return usage_error("prefetch needs SOURCE");
-    if (options.source_options.disk_cache_size == 0) return usage_error("prefetch fills the disk cache: it is off");
+    if (const std::string error = take_model_flag(split, options.model); !error.empty()) return usage_error(error);
+    if (const std::string problem = positional_problem("prefetch", split.positional, {"SOURCE"}); !problem.empty()) {
+        return usage_error(problem);
+    }
+    const std::string& source_name = split.positional[0];
+    if (!is_remote_source(source_name)) {
+        // Local files have no disk cache: they are read in place, and the page cache is the kernel's.
+        if (!std::filesystem::exists(source_name)) return failure(source_name + ": no such file or folder");
+        std::printf("%s: a local source is read in place, with no disk cache: nothing to prefetch\n",
+                    source_name.c_str());
+        return 0;
+    }
+    if (options.source_options.disk_cache_size == 0) {
+        return usage_error("the disk cache is off (disk_cache_size=0), so prefetch has nothing to fill");
+    }
     std::optional<std::string> tensors;
     std::optional<std::string> files;
     if (const auto found = split.values.find("--tensors"); found != split.values.end()) tensors = found->second;
     if (const auto found = split.values.find("--files"); found != split.values.end()) files = found->second;
 
-    const std::string& source_name = split.positional[0];
     std::vector<WantedFile> wanted;
     if (files && !tensors) {
-        wanted = files_wanted(open_source(source_name, "", options.source_options).folder, *files);
+        wanted = files_wanted(open_source(source_name, options.model, options.source_options).folder, *files);
     } else {
-        wanted = weights_wanted(LoadedSource(source_name, options.source_options).catalog, tensors, files);
+        wanted = weights_wanted(LoadedSource(source_name, options.model, options.source_options).catalog, tensors,
+                                files);
     }
     if (wanted.empty()) {
         return failure(source_name + ": nothing matches " + (tensors ? "--tensors " + *tensors : "") +

@@ -30,15 +30,23 @@ std::string index_beside(const fs::path& shard, const std::string& weight_suffix
 }
 
 void note_if_one_shard(const std::string& source) {
-    static const std::regex kShard(R"(^.*-(\d+)-of-(\d+)(\.safetensors|\.bin)$)");
+    static const std::regex kShard(R"(^(.*)-(\d+)-of-(\d+)(\.safetensors|\.bin)$)");
     std::smatch parts;
-    const std::string name = fs::path(source).filename().string();
-    if (!std::regex_match(name, parts, kShard) || std::stoull(parts[2].str()) <= 1) return;
-    const std::string folder = fs::path(source).parent_path().string();
-    const std::string index = is_remote_source(source) ? std::string() : index_beside(source, parts[3].str());
-    note(source + " is shard " + std::to_string(std::stoull(parts[1].str())) + " of " +
-         std::to_string(std::stoull(parts[2].str())) + "; it holds a part of the model's tensors. The whole model: " +
-         (index.empty() ? (folder.empty() ? std::string(".") : folder) + "/ (its folder)" : index));
+    const std::string shown = shown_source(source);  // a URL without its password
+    const std::string name = fs::path(shown).filename().string();
+    if (!std::regex_match(name, parts, kShard) || std::stoull(parts[3].str()) <= 1) return;
+    const std::string folder = fs::path(shown).parent_path().string();
+    std::string whole;
+    if (is_remote_source(source)) {
+        // A web server has no listing, so its folder cannot be mounted: the index, by the name transformers gives it.
+        whole = folder + "/" + parts[1].str() + parts[4].str() + ".index.json (the usual name of its index)";
+    } else {
+        whole = index_beside(source, parts[4].str());
+        if (whole.empty()) whole = (folder.empty() ? std::string(".") : folder) + "/ (its folder)";
+    }
+    note(shown + " is shard " + std::to_string(std::stoull(parts[2].str())) + " of " +
+         std::to_string(std::stoull(parts[3].str())) + "; it holds a part of the model's tensors. The whole model: " +
+         whole);
 }
 
 }  // namespace

@@ -83,7 +83,8 @@ std::variant<std::string, int> read_counters(const std::string& mountpoint, cons
     const std::string path = mountpoint + "/.tensorfs/" + name;
     std::ifstream file(path, std::ios::binary);
     if (!file && errno == ENOENT) return failure(mountpoint + " is not a tensorfs mount (no .tensorfs/" + name + ")");
-    if (!file) return failure(path + ": " + std::strerror(errno));  // e.g. the daemon died: not connected
+    if (!file && (errno == ENOTCONN || errno == ECONNABORTED)) return failure(dead_mount_line(mountpoint));
+    if (!file) return failure(path + ": " + std::strerror(errno));
     std::ostringstream text;
     text << file.rdbuf();
     if (file.bad()) return failure(path + ": " + std::strerror(errno));

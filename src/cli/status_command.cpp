@@ -187,7 +187,7 @@ std::string state_name(State state) {
 
 // What a user runs to clear a mount that cannot serve any more.
 std::string clearing_command(const MountStatus& status) {
-    if (status.state == State::DaemonGone) return "fusermount3 -u " + status.mount.mountpoint;
+    if (status.state == State::DaemonGone) return dead_mount_clearing(status.mount.mountpoint);
     if (status.state == State::NotAnswering) return "fusermount3 -uz " + status.mount.mountpoint;
     return {};
 }
@@ -267,8 +267,7 @@ void print_table(const std::vector<MountStatus>& found) {
     for (const MountStatus& status : found) {
         const std::string& where = status.mount.mountpoint;
         if (status.state == State::DaemonGone) {
-            std::printf("%s: its daemon is gone; clear the mount with: %s\n", where.c_str(),
-                        clearing_command(status).c_str());
+            std::printf("%s\n", dead_mount_line(where).c_str());
         } else if (status.state == State::NotAnswering) {
             std::printf("%s: does not answer (its daemon may be stuck); detach it with: %s\n", where.c_str(),
                         clearing_command(status).c_str());

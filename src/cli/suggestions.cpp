@@ -38,6 +38,15 @@ std::string nearest(std::string_view word, const std::vector<std::string_view>& 
     return best;
 }
 
+std::string nearest_tensor_name(std::string_view word, const std::vector<std::string_view>& names) {
+    std::string_view extended;
+    for (const std::string_view name : names) {
+        if (name.size() <= word.size() || !name.starts_with(word) || name[word.size()] != '.') continue;
+        if (extended.empty() || name.substr(word.size()) == ".weight") extended = name;
+    }
+    return extended.empty() ? nearest(word, names) : std::string(extended);
+}
+
 std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& candidates) {
     const std::string found = nearest(word, candidates);
     return found.empty() ? std::string() : "; did you mean '" + found + "'?";

@@ -11,6 +11,10 @@ namespace tensorfs::cli {
 // fewer than the word's length); else "".
 std::string nearest(std::string_view word, const std::vector<std::string_view>& candidates);
 
+// The tensor name `word` most likely stands for: the name that is `word` and a suffix after a dot
+// ("token_embd" for "token_embd.weight"; ".weight" first), else the nearest one as nearest() finds it; else "".
+std::string nearest_tensor_name(std::string_view word, const std::vector<std::string_view>& names);
+
 // "; did you mean 'X'?" for the nearest candidate, or "".
 std::string did_you_mean(std::string_view word, const std::vector<std::string_view>& candidates);
 

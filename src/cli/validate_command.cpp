@@ -5,8 +5,8 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
+#include "model_choice.hpp"
 #include "tensorfs/errors.hpp"
-#include "tensorfs/open_source.hpp"
 #include "tensorfs/tree.hpp"
 
 namespace tensorfs::cli {
@@ -41,10 +41,12 @@ int validate_command(const Arguments& args) {
     }
     SourceOptions options;
     if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
+    std::string model;
+    if (const std::string error = take_model_flag(split, model); !error.empty()) return usage_error(error);
     const std::string& source = split.positional[0];
     const bool json = split.has("--json");
     try {
-        const Catalog catalog = open_catalog(source, options);
+        const Catalog catalog = chosen_model(source, model, options);
         const Tree tree(catalog);  // names that cannot become directories are problems too
         if (json) {
             print_json(source, &catalog, {});

@@ -157,6 +157,11 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     if (!node) return (void)fuse_reply_err(req, ENOENT);
     if (node->is_directory()) return (void)fuse_reply_err(req, EISDIR);
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) return (void)fuse_reply_err(req, EROFS);
+    // A file that could not be opened at mount has no bytes to serve (model.json's "problems" says why).
+    if (fs.content.unopened(*node)) {
+        fs.content.stats().read_errors.add(1);
+        return (void)fuse_reply_err(req, EIO);
+    }
     // Live counters must be read anew at every open; everything else may stay in the page cache.
     fi->keep_cache = node->kind != NodeKind::StatsJson && node->kind != NodeKind::Metrics;
     fi->noflush = 1;

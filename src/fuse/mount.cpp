@@ -22,6 +22,7 @@
 
 #include "daemon.hpp"
 #include "fuse_ops.hpp"
+#include "remote/remote_context.hpp"
 #include "request_loop.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/exit_signals.hpp"
@@ -107,6 +108,17 @@ void tell_several_models(const std::string& source, const ModelFolder& folder) {
                  source.c_str(), folder.models.size(), paths.c_str());
 }
 
+// A readahead= that the memory budget cuts (remote_context.hpp) is told, rather than silently taken as less.
+void warn_if_readahead_cut(const SourceOptions& options, std::uint64_t cache_size) {
+    const std::uint64_t limit = remote::readahead_limit_of(options);
+    if (limit >= options.readahead) return;
+    const auto mib = [](std::uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); };
+    std::fprintf(stderr,
+                 "tensorfs: warning: readahead=%gM is cut to %gM, the most that cache_size=%gM allows; raise "
+                 "cache_size for more\n",
+                 mib(options.readahead), mib(limit), mib(cache_size));
+}
+
 // What the tree shows as the time of its own nodes: the (first) model file's mtime, else the first source file's.
 timespec mount_time(const Catalog& catalog, const ModelFolder& folder) {
     if (!catalog.files.empty()) return catalog.files.front().object->modified();
@@ -135,6 +147,7 @@ int run_mount(const MountOptions& options) {
         SourceOptions source_options = options.source_options;
         source_options.counters = stats.remote;
         source_options.memory_budget = budget / 2;
+        if (remote && options.readahead_given) warn_if_readahead_cut(source_options, budget);
         raise_open_files_limit();
         OpenedSource opened = open_source(options.source, options.model, source_options);
         folder = std::make_unique<ModelFolder>(std::move(opened.folder));

@@ -18,7 +18,13 @@ std::uint64_t now_us() {
                                           .count());
 }
 
+std::uint64_t memory_budget_of(const SourceOptions& options) { return std::max(options.memory_budget, kLeastBudget); }
+
 }  // namespace
+
+std::uint64_t readahead_limit_of(const SourceOptions& options) {
+    return std::min(options.readahead, memory_budget_of(options) / 2);
+}
 
 RemoteContext::~RemoteContext() { disk_.finish_writes(); }
 
@@ -33,8 +39,8 @@ RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentia
                                                              std::max(options.memory_budget, kLeastBudget) / 4))),
       explain_(std::move(explain)),
       max_connections_(std::clamp(options.max_connections, 1u, kMostConnections)),
-      memory_budget_(std::max(options.memory_budget, kLeastBudget)),
-      readahead_limit_(std::min(options.readahead, memory_budget_ / 2)),
+      memory_budget_(memory_budget_of(options)),
+      readahead_limit_(readahead_limit_of(options)),
       // Freed buffers are kept for reuse up to the budget: a buffer is mapped only when none is kept, so the
       // buffers mapped never outnumber the most held at once, and a cold load stops mapping after its start.
       buffers_(std::make_shared<BlockBuffers>(kBlockBytes, memory_budget_)) {

@@ -31,6 +31,10 @@ namespace tensorfs::remote {
 // where it came from, and what to do about it (set HF_TOKEN, check the AWS credentials...).
 using ExplainRefusal = std::function<std::string(const Response&)>;
 
+// How far ahead of a sequential reader blocks may be fetched with `options`: readahead=, at most half the memory
+// budget (the other half holds the blocks being read and the disk cache's queue).
+std::uint64_t readahead_limit_of(const SourceOptions& options);
+
 class RemoteContext {
 public:
     RemoteContext(const SourceOptions& options, std::vector<Credentials> credentials, ExplainRefusal explain);
@@ -47,8 +51,7 @@ public:
     std::uint64_t next_serial() { return serial_.fetch_add(1); }
 
     unsigned max_connections() const { return max_connections_; }
-    // How far ahead of a sequential reader blocks may be fetched: readahead=, at most half the memory budget (the
-    // other half holds the blocks being read and the disk cache's queue).
+    // readahead_limit_of() its options.
     std::uint64_t readahead_limit() const { return readahead_limit_; }
     // How far ahead they should be fetched now: about the link's measured rate × round trip (link_estimate.hpp),
     // within readahead_limit().

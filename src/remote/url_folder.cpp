@@ -24,7 +24,8 @@ std::shared_ptr<const SourceObject> UrlFolder::open_if_exists(const std::string&
 std::vector<std::string> UrlFolder::list() const {
     Problems problems;
     problems.add(name(), "a web server gives no listing of a folder: name the file to mount (a .safetensors, "
-                         ".safetensors.index.json or .gguf URL), or use an hf:// address for a Hub repo");
+                         ".safetensors.index.json, .gguf, .bin, .pt, .pth or .bin.index.json URL), or use an hf:// "
+                         "address for a Hub repo");
     problems.throw_if_any();
     return {};
 }

@@ -14,11 +14,30 @@ constexpr std::array<std::string_view, 7> kWeightSuffixes{
     ".safetensors", ".safetensors.index.json", ".bin", ".bin.index.json", ".pt", ".pth", ".gguf",
 };
 
+// The names of the root's own entries (tree.cpp): a file of the folder named like one is no side file; it stays in
+// source/.
+constexpr std::array<std::string_view, 4> kRootEntryNames{"model.json", "model.safetensors", ".tensorfs", "source"};
+
 // The files of the usual model folder that a framework or llama.cpp reads besides the weights.
 const std::vector<std::string> kProbedSideFiles{
     "config.json",           "generation_config.json", "tokenizer.json", "tokenizer_config.json",
     "special_tokens_map.json", "tokenizer.model",      "vocab.json",     "merges.txt",
     "chat_template.jinja",
+};
+
+// A file of the folder that could not be opened at mount: no bytes, and every read fails with the reason.
+class UnopenedFile final : public SourceObject {
+public:
+    UnopenedFile(std::string name, std::string reason)
+        : SourceObject(std::move(name), 0, timespec{}), reason_(std::move(reason)) {}
+
+    void read(std::uint64_t, std::size_t, void*) const override { throw IoError(name(), reason_); }
+    std::uint64_t fill_cache(std::uint64_t, std::uint64_t, const Progress&) const override {
+        throw IoError(name(), reason_);
+    }
+
+private:
+    std::string reason_;
 };
 
 // The objects the catalog opened, by their path in the folder.
@@ -30,8 +49,8 @@ std::map<std::string, std::shared_ptr<const SourceObject>> opened_by(const Catal
 }
 
 // `paths` of `folder`, opened in parallel (those in `opened` taken from there). A file that vanished since it was
-// listed, or cannot be opened (no permission, a server that refuses it), is left out: these files come with the
-// model, and one of them must not keep the model from mounting.
+// listed is left out; one that cannot be opened (no permission, a server that refuses it) is kept with its problem:
+// these files come with the model, and one of them must not keep the model from mounting.
 std::vector<FolderFile> open_all(const SourceFolder& folder, const std::vector<std::string>& paths,
                                  const std::map<std::string, std::shared_ptr<const SourceObject>>& opened) {
     std::vector<FolderFile> files(paths.size());
@@ -43,8 +62,9 @@ std::vector<FolderFile> open_all(const SourceFolder& folder, const std::vector<s
         }
         try {
             files[i].object = folder.open_if_exists(paths[i]);
-        } catch (const InvalidSource&) {
-            files[i].object = nullptr;
+        } catch (const InvalidSource& refused) {
+            files[i].problem = refused.problems().empty() ? "cannot be opened" : refused.problems().front().what;
+            files[i].object = std::make_shared<UnopenedFile>(folder.name_of(paths[i]), files[i].problem);
         }
     });
     std::erase_if(files, [](const FolderFile& file) { return file.object == nullptr; });
@@ -53,7 +73,24 @@ std::vector<FolderFile> open_all(const SourceFolder& folder, const std::vector<s
 
 bool is_top_level(const std::string& path) { return path.find('/') == std::string::npos; }
 
+bool is_side_file(const std::string& path) {
+    return is_top_level(path) && !is_weight_file(path) &&
+           std::find(kRootEntryNames.begin(), kRootEntryNames.end(), path) == kRootEntryNames.end();
+}
+
 }  // namespace
+
+std::vector<const FolderFile*> unopened_files(const ModelFolder& folder) {
+    std::vector<const FolderFile*> found;
+    for (const auto* files : {&folder.source_files, &folder.side_files}) {
+        for (const FolderFile& file : *files) {
+            const bool seen = std::any_of(found.begin(), found.end(),
+                                          [&](const FolderFile* other) { return other->path == file.path; });
+            if (!file.problem.empty() && !seen) found.push_back(&file);
+        }
+    }
+    return found;
+}
 
 bool is_weight_file(std::string_view name) {
     return std::any_of(kWeightSuffixes.begin(), kWeightSuffixes.end(),
@@ -62,8 +99,7 @@ bool is_weight_file(std::string_view name) {
 
 std::vector<std::string> side_file_names(const std::vector<std::string>& listing) {
     std::vector<std::string> names;
-    std::copy_if(listing.begin(), listing.end(), std::back_inserter(names),
-                 [](const std::string& path) { return is_top_level(path) && !is_weight_file(path); });
+    std::copy_if(listing.begin(), listing.end(), std::back_inserter(names), is_side_file);
     return names;
 }
 
@@ -88,7 +124,7 @@ ModelFolder files_of_folder(const SourceFolder& folder, const Catalog* catalog) 
     ModelFolder model_folder;
     model_folder.source_files = open_all(folder, listing, opened_by(catalog));
     for (const auto& file : model_folder.source_files) {
-        if (is_top_level(file.path) && !is_weight_file(file.path)) model_folder.side_files.push_back(file);
+        if (is_side_file(file.path)) model_folder.side_files.push_back(file);
     }
     return model_folder;
 }

@@ -39,40 +39,6 @@ ResolvedSource resolve_local(const std::string& source) {
     return {std::make_unique<LocalFolder>(path.parent_path()), path.filename().string()};
 }
 
-// The folder rule, over `names`, the files directly in `folder`.
-Catalog open_folder(const SourceFolder& folder, const std::vector<std::string>& names) {
-    const std::string name = folder.name();
-    const auto indexes = ending_with(names, ".safetensors.index.json");
-    if (indexes.size() == 1) return open_safetensors_index(folder, indexes.front());
-    if (indexes.size() > 1) {
-        refuse(name, "folder holds " + std::to_string(indexes.size()) +
-                         " *.safetensors.index.json files; name the one to mount");
-    }
-    const auto shards = ending_with(names, ".safetensors");
-    if (!shards.empty()) return open_safetensors_files(folder, shards);
-    const auto pytorch_indexes = ending_with(names, ".bin.index.json");
-    if (pytorch_indexes.size() == 1) return open_pytorch_index(folder, pytorch_indexes.front());
-    if (pytorch_indexes.size() > 1) {
-        refuse(name, "folder holds " + std::to_string(pytorch_indexes.size()) +
-                         " *.bin.index.json files; name the one to mount");
-    }
-    const auto checkpoints = pytorch_checkpoints(names);
-    if (!checkpoints.empty()) return open_pytorch_files(folder, checkpoints);
-    const auto ggufs = ending_with(names, ".gguf");
-    if (!ggufs.empty()) {
-        // A folder of one GGUF model: one file or the parts of one split set (open_gguf finds the siblings
-        // and refuses parts that do not belong together).
-        Catalog catalog = open_gguf(folder, ggufs.front());
-        if (catalog.files.size() != ggufs.size()) {
-            refuse(name, "folder holds " + std::to_string(ggufs.size()) +
-                             " GGUF files that are not one split model; name the file to mount");
-        }
-        return catalog;
-    }
-    refuse(name, "folder holds no *.safetensors, *.safetensors.index.json, *.bin.index.json, *.bin, *.pt, *.pth or "
-                 "*.gguf file");
-}
-
 Catalog open_file(const SourceFolder& folder, const std::string& file) {
     if (ends_with(file, ".safetensors.index.json")) return open_safetensors_index(folder, file);
     if (ends_with(file, ".bin.index.json")) return open_pytorch_index(folder, file);
@@ -82,6 +48,23 @@ Catalog open_file(const SourceFolder& folder, const std::string& file) {
     refuse(folder.name_of(file),
            "unknown kind of source: expected *.safetensors, *.safetensors.index.json, *.gguf, *.bin, *.pt, *.pth, "
            "*.bin.index.json or a folder");
+}
+
+// The folder rule: the one model that models_in() found in `folder`, an index, a set of files, or a GGUF file or
+// split set.
+Catalog open_folder_model(const SourceFolder& folder, const ModelCandidate& model) {
+    if (model.format == "gguf") {
+        // open_gguf finds the parts by the first one's header and refuses parts that do not belong together.
+        Catalog catalog = open_gguf(folder, model.path);
+        if (catalog.files.size() != model.files.size()) {
+            refuse(folder.name(), "folder holds " + std::to_string(model.files.size()) +
+                                      " GGUF files that are not one split model; name the file to mount");
+        }
+        return catalog;
+    }
+    if (ends_with(model.path, ".index.json")) return open_file(folder, model.path);
+    return model.format == "safetensors" ? open_safetensors_files(folder, model.files)
+                                         : open_pytorch_files(folder, model.files);
 }
 
 // What `-o model=PATH` may name: a file inside the folder.
@@ -95,38 +78,55 @@ ResolvedSource resolve(const std::string& source, const SourceOptions& options) 
     return is_remote_source(source) ? resolve_remote(source, options) : resolve_local(source);
 }
 
+// The model `resolved` names: its file, the file `model` picks in a folder, or the folder's one model; none, and
+// the candidates, for a folder of several models.
+OpenedModel model_of(const ResolvedSource& resolved, const std::string& source, const std::string& model) {
+    const SourceFolder& folder = *resolved.folder;
+    if (!resolved.file.empty()) {
+        if (!model.empty()) refuse(source, "names a file already: model=" + model + " is for a folder SOURCE");
+        return {open_file(folder, resolved.file), {}};
+    }
+    if (!model.empty()) {
+        check_model_path(source, model);
+        return {open_file(folder, model), {}};
+    }
+    std::vector<ModelCandidate> models = models_in(folder.list());
+    if (models.empty()) {
+        refuse(folder.name(), "folder holds no *.safetensors, *.safetensors.index.json, *.bin.index.json, *.bin, *.pt, "
+                              "*.pth or *.gguf file");
+    }
+    if (models.size() > 1) return {std::nullopt, std::move(models)};
+    return {open_folder_model(folder, models.front()), {}};
+}
+
 }  // namespace
 
+OpenedModel open_model(const std::string& source, const std::string& model, const SourceOptions& options) {
+    return model_of(resolve(source, options), source, model);
+}
+
 Catalog open_catalog(const std::string& source, const SourceOptions& options) {
-    const ResolvedSource resolved = resolve(source, options);
-    if (!resolved.file.empty()) return open_file(*resolved.folder, resolved.file);
-    return open_folder(*resolved.folder, resolved.folder->list());
+    OpenedModel opened = open_model(source, "", options);
+    if (!opened.catalog) {
+        std::string paths;
+        for (const auto& candidate : opened.models) paths += (paths.empty() ? "" : ", ") + candidate.path;
+        refuse(shown_source(source), "holds " + std::to_string(opened.models.size()) + " models (" + paths +
+                                         "); pick one by its path in the folder (model=PATH), or name its file");
+    }
+    return std::move(*opened.catalog);
 }
 
 OpenedSource open_source(const std::string& source, const std::string& model, const SourceOptions& options) {
     const ResolvedSource resolved = resolve(source, options);
-    const SourceFolder& folder = *resolved.folder;
+    OpenedModel chosen = model_of(resolved, source, model);
     OpenedSource opened;
+    opened.catalog = std::move(chosen.catalog);
     if (!resolved.file.empty()) {
-        if (!model.empty()) refuse(source, "names a file already: model=" + model + " is for a folder SOURCE");
-        opened.catalog = open_file(folder, resolved.file);
-        opened.folder = files_of_file(folder, resolved.file, *opened.catalog);
-        return opened;
-    }
-    if (!model.empty()) {
-        check_model_path(source, model);
-        opened.catalog = open_file(folder, model);
+        opened.folder = files_of_file(*resolved.folder, resolved.file, *opened.catalog);
     } else {
-        const auto names = folder.list();
-        auto models = models_in(names);
-        if (models.size() > 1) {
-            opened.folder = files_of_folder(folder, nullptr);
-            opened.folder.models = std::move(models);
-            return opened;
-        }
-        opened.catalog = open_folder(folder, names);
+        opened.folder = files_of_folder(*resolved.folder, opened.catalog ? &*opened.catalog : nullptr);
+        opened.folder.models = std::move(chosen.models);
     }
-    opened.folder = files_of_folder(folder, &*opened.catalog);
     return opened;
 }
 

@@ -98,6 +98,11 @@ std::optional<timespec> Content::modified(Node node) const {
     return files_.file(*file).modified();
 }
 
+bool Content::unopened(Node node) const {
+    const auto file = whole_file_of(node);
+    return file && files_.unopened(*file);
+}
+
 std::uint64_t Content::size(Node node) const {
     if (const auto file = whole_file_of(node)) return files_.file(*file).size();
     switch (node.kind) {

@@ -39,6 +39,14 @@ void add_models(nlohmann::ordered_json& model, const std::vector<ModelCandidate>
                     "the folder)";
 }
 
+// The side files and files of source/ that could not be opened at mount, with the reason.
+void add_problems(nlohmann::ordered_json& model, const ModelFolder& folder) {
+    const auto unopened = unopened_files(folder);
+    if (unopened.empty()) return;
+    auto& problems = model["problems"] = nlohmann::ordered_json::array();
+    for (const FolderFile* file : unopened) problems.push_back({{"path", file->path}, {"what", file->problem}});
+}
+
 }  // namespace
 
 nlohmann::ordered_json model_meta(const Catalog& catalog, const Tree& tree, const ModelExport* model_export) {
@@ -59,6 +67,7 @@ nlohmann::ordered_json model_meta(const Catalog& catalog, const Tree& tree, cons
     }
     if (model_export != nullptr) model["export"] = model_export->summary(catalog);
     if (tree.folder() != nullptr && !tree.folder()->models.empty()) add_models(model, tree.folder()->models);
+    if (tree.folder() != nullptr) add_problems(model, *tree.folder());
     return model;
 }
 

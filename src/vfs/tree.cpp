@@ -90,13 +90,9 @@ Tree::Tree(const Catalog& catalog, bool model_safetensors, const ModelFolder* fo
 
 void Tree::add_folder_files(const ModelFolder& folder) {
     root_entries_.push_back({kSourceName, Node{NodeKind::SourceDir, 0}});
+    // No side file is named like the root's own entries (model_folder.hpp): such a file is in source/ only.
     for (std::uint32_t i = 0; i < folder.side_files.size(); ++i) {
-        const std::string_view name = folder.side_files[i].path;
-        // The root's own entries win; the file is still in source/.
-        const bool taken = std::any_of(root_entries_.begin(), root_entries_.end(),
-                                       [&](const DirEntry& entry) { return entry.name == name; });
-        if (taken) continue;
-        root_entries_.push_back({name, Node{NodeKind::SideFile, i}});
+        root_entries_.push_back({folder.side_files[i].path, Node{NodeKind::SideFile, i}});
         ++side_file_count_;
     }
     source_folders_.emplace_back();

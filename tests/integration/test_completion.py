@@ -102,15 +102,16 @@ class Commands(unittest.TestCase):
 
     def test_options_of_each_command(self):
         expected = {
-            "mount x": ["-f", "-d", "-s", "-o", "--cache-size", "--threads", "--cache-dir", "--disk-cache-size"],
-            "ls": ["--json", "--files", "--cache-dir"],
-            "info": ["--json", "--cache-dir", "--disk-cache-size"],
-            "validate": ["--json"],
-            "cat x": ["--raw", "--f32", "--npy", "--bf16", "--f16", "--cache-dir"],
-            "convert x": ["--dtype", "--force"],
+            "mount x": ["-f", "-d", "-s", "-o", "--cache-size", "--threads", "--model", "--cache-dir",
+                        "--disk-cache-size"],
+            "ls": ["--json", "--files", "--model", "--cache-dir"],
+            "info": ["--json", "--model", "--cache-dir", "--disk-cache-size"],
+            "validate": ["--json", "--model"],
+            "cat x": ["--raw", "--f32", "--npy", "--bf16", "--f16", "--model", "--cache-dir"],
+            "convert x": ["--dtype", "--force", "--model"],
             "stats": ["--json", "--prometheus"],
-            "diff a": ["--tensors", "--names", "--json", "--csv", "--quiet"],
-            "prefetch": ["--tensors", "--files", "--quiet", "--verify"],
+            "diff a": ["--tensors", "--names", "--json", "--csv", "--quiet", "--model"],
+            "prefetch": ["--tensors", "--files", "--quiet", "--verify", "--model"],
             "status": ["--json"],
             "cache": ["--cache-dir"],
             "cache prune": ["--older-than", "--max-size"],
@@ -203,6 +204,16 @@ class TensorNames(unittest.TestCase):
         shards = [e for e in manifest()["safetensors"] if e["file"].startswith("safetensors/sharded/")]
         names = sorted(t["name"] for e in shards for t in e["tensors"])
         self.assertEqual(complete(f"tensorfs cat {os.path.join(VECTORS, 'safetensors', 'sharded')} ")[0], names)
+
+    def test_the_model_that_model_picks_in_a_folder_of_several(self):
+        folder = os.path.join(tmp, "several")
+        os.mkdir(folder)
+        for name in ("align64.gguf", "tiny-llama-Q4_K_M.gguf"):
+            os.symlink(os.path.join(VECTORS, "gguf", name), os.path.join(folder, name))
+        entry = next(e for e in manifest()["gguf"] if e["file"] == "gguf/align64.gguf")
+        self.assertEqual(complete(f"tensorfs cat --model align64.gguf {folder} ")[0],
+                         sorted(t["name"] for t in entry["tensors"]))
+        self.assertEqual(complete(f"tensorfs cat {folder} ")[0], [])   # no model: no tensors
 
     def test_names_with_break_characters_blanks_and_quotes(self):
         path = os.path.join(tmp, "odd.safetensors")

@@ -577,7 +577,9 @@ class SourceErrors(unittest.TestCase):
         self.assert_one_line(["ls", source], "no listing")
 
     def test_a_hub_folder_with_several_models_asks_for_a_path(self):
-        self.assert_one_line(["ls", remote_servers.HUB.source("gguf")], "hf://test-org/vectors/gguf", "name the file")
+        # ls lists them (test_edges); a command that needs one model refuses, naming them and how to pick one.
+        self.assert_one_line(["validate", remote_servers.HUB.source("gguf")], "hf://test-org/vectors/gguf",
+                             "tiny-llama-Q4_K_M.gguf", "--model PATH", "name its file")
 
     def test_bad_cache_options_are_usage_errors(self):
         source = remote_servers.HTTP.source("gguf/mixed.gguf")

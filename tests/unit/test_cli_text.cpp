@@ -4,6 +4,7 @@
 
 #include "cli/metadata_text.hpp"
 #include "cli/mount_options.hpp"
+#include "cli/size_option.hpp"
 #include "cli/text_output.hpp"
 
 using namespace tensorfs;
@@ -105,6 +106,20 @@ BOOST_AUTO_TEST_CASE(ours_are_taken_out) {
     BOOST_TEST(take_option_list("threads=0", options) == "bad threads '0' (1 to 1024)");
 }
 
+BOOST_AUTO_TEST_CASE(size_units_in_any_case_with_or_without_ib) {
+    const auto bytes = [](const char* text) { return parse_size(text).value_or(UINT64_MAX); };
+    for (const char* text : {"512M", "512m", "512MiB", "512mib", "512MIB", "512MB", "512mb"}) {
+        BOOST_TEST(bytes(text) == std::uint64_t{512} << 20, text);
+    }
+    BOOST_TEST(bytes("2g") == std::uint64_t{2} << 30);
+    BOOST_TEST(bytes("64k") == 64u << 10);
+    BOOST_TEST(bytes("512B") == 512u);
+    BOOST_TEST(bytes("512") == 512u);
+    for (const char* text : {"512iB", "512MiBs", "512x", "M", "", "-1G", "20000000000T"}) {
+        BOOST_TEST(!parse_size(text).has_value(), text);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(what_mount8_passes_is_accepted) {
     MountOptions options;
     BOOST_TEST(take_option_list("rw,defaults,noauto,user,nofail,_netdev,x-systemd.automount,X-mount.mkdir,"
@@ -123,6 +138,11 @@ BOOST_AUTO_TEST_CASE(unknown_ones_are_refused) {
     BOOST_TEST(take_option_list("max_read=much", options) == "unknown mount option 'max_read=much'");
     // libfuse's command-line options are not mount options: threads=N is ours.
     BOOST_TEST(take_option_list("max_threads=4", options) == "unknown mount option 'max_threads=4'");
+    // A typo of a name: the nearest one, with the value given.
+    BOOST_TEST(take_option_list("cach_size=1G", options) ==
+               "unknown mount option 'cach_size=1G'; did you mean 'cache_size=1G'?");
+    BOOST_TEST(take_option_list("nodeev", options) == "unknown mount option 'nodeev'; did you mean 'nodev'?");
+    BOOST_TEST(take_option_list("threads", options) == "threads needs a value: threads=...");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -6,9 +6,14 @@
 
 #include "sources/model_candidates.hpp"
 #include "temp_folder.hpp"
+#include "tensorfs/content.hpp"
+#include "tensorfs/errors.hpp"
+#include "tensorfs/json_files.hpp"
 #include "tensorfs/local_folder.hpp"
 #include "tensorfs/model_folder.hpp"
 #include "tensorfs/dtype.hpp"
+#include "tensorfs/source_files.hpp"
+#include "tensorfs/stats.hpp"
 #include "tensorfs/tree.hpp"
 
 using namespace tensorfs;
@@ -99,6 +104,8 @@ BOOST_AUTO_TEST_CASE(tree_shows_side_files_and_source) {
     for (const char* path : {"config.json", "model.json", "a/b/c.txt", "a/d.txt", "e.txt"}) folder.write(path, path);
     const LocalFolder local(folder.path());
     const ModelFolder files = files_of_folder(local, nullptr);
+    BOOST_REQUIRE(files.side_files.size() == 2u);  // config.json, e.txt: the folder's model.json is none
+    BOOST_TEST(files.side_files[1].path == "e.txt");
     Catalog catalog;
     catalog.format = "safetensors";
     catalog.files.push_back({"x.safetensors", "x.safetensors", 0, nullptr});
@@ -141,6 +148,49 @@ BOOST_AUTO_TEST_CASE(tree_shows_side_files_and_source) {
         BOOST_REQUIRE(back.has_value());
         BOOST_TEST((*back == node));
     }
+}
+
+// A folder whose `locked` file exists but cannot be opened, as a file without read permission or one a server
+// refuses (root, who runs the tests, opens every local file).
+class FolderWithALockedFile : public LocalFolder {
+public:
+    FolderWithALockedFile(std::filesystem::path path, std::string locked)
+        : LocalFolder(std::move(path)), locked_(std::move(locked)) {}
+    std::shared_ptr<const SourceObject> open_if_exists(const std::string& relative) const override {
+        if (relative == locked_) throw InvalidSource({{name_of(relative), "cannot open: Permission denied", {}}});
+        return LocalFolder::open_if_exists(relative);
+    }
+
+private:
+    std::string locked_;
+};
+
+BOOST_AUTO_TEST_CASE(a_file_that_cannot_be_opened_is_kept_with_its_problem) {
+    const test::TempFolder folder;
+    for (const char* path : {"config.json", "sub/locked.bin"}) folder.write(path, path);
+    const FolderWithALockedFile local(folder.path(), "sub/locked.bin");
+    const ModelFolder files = files_of_folder(local, nullptr);
+    BOOST_REQUIRE(files.source_files.size() == 2u);
+    const FolderFile& locked = files.source_files[1];
+    BOOST_TEST(locked.path == "sub/locked.bin");
+    BOOST_TEST(locked.problem == "cannot open: Permission denied");
+    BOOST_TEST(locked.object->size() == 0u);
+    char byte = 0;
+    BOOST_CHECK_THROW(locked.object->read(0, 1, &byte), IoError);
+    BOOST_TEST(files.source_files[0].problem.empty());
+
+    // The mount's model.json names it; opening it through the tree is EIO (fuse_ops asks Content).
+    const Catalog none;
+    const Tree tree(none, false, &files);
+    const nlohmann::ordered_json model = model_meta(none, tree);
+    BOOST_TEST(model["problems"].dump() == R"([{"path":"sub/locked.bin","what":"cannot open: Permission denied"}])");
+    const SourceFiles source_files(none, &files);
+    Stats stats;
+    const Content content(none, tree, source_files, stats);
+    const auto sub = tree.lookup(*tree.lookup(Node{NodeKind::Root}, "source"), "sub");
+    BOOST_REQUIRE(sub.has_value());
+    BOOST_TEST(content.unopened(*tree.lookup(*sub, "locked.bin")));
+    BOOST_TEST(!content.unopened(*tree.lookup(Node{NodeKind::Root}, "config.json")));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -232,7 +232,8 @@ BOOST_AUTO_TEST_CASE(files_of_a_folder_are_one_model_and_the_pytorch_index_comes
     BOOST_TEST(indexed.metadata.dump() == R"({"total_size":48})");
     check_says(refusal_of([&] { open_catalog(f.write("bad.bin.index.json", R"({"weight_map":{"x":"b.pt"}})")); }),
                "weight_map puts tensor \"x\" in b.pt, which lacks it");
-    check_says(refusal_of([&] { open_catalog(f.folder.path().string()); }), "folder holds 2 *.bin.index.json files");
+    check_says(refusal_of([&] { open_catalog(f.folder.path().string()); }),
+               "holds 2 models (bad.bin.index.json, model.bin.index.json); pick one");
 
     std::filesystem::remove(f.folder.path() / "model.bin.index.json");
     std::filesystem::remove(f.folder.path() / "bad.bin.index.json");
