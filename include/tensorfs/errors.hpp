@@ -5,9 +5,14 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tensorfs {
+
+// The text with every control byte (a line break above all) written as \xNN, so that a message that names a file or
+// a tensor (names come from the source itself) stays one line.
+std::string single_line(std::string_view text);
 
 // One broken rule of a source's format, printed as `tensorfs: FILE: WHAT (at byte N)`.
 struct Problem {

@@ -2,13 +2,10 @@
 
 namespace tensorfs {
 
-std::string Problem::line() const {
-    std::string text = "tensorfs: " + file + ": " + what;
-    if (at_byte) text += " (at byte " + std::to_string(*at_byte) + ")";
-    // Paths and names in a message may come from the source itself (an index's shard names): a control byte,
-    // a line break above all, is written as \xNN so that every problem stays one line.
+std::string single_line(std::string_view text) {
     static constexpr char kHex[] = "0123456789ABCDEF";
     std::string one_line;
+    one_line.reserve(text.size());
     for (const char c : text) {
         const auto byte = static_cast<unsigned char>(c);
         if (byte < 0x20 || byte == 0x7F) {
@@ -20,6 +17,13 @@ std::string Problem::line() const {
         }
     }
     return one_line;
+}
+
+std::string Problem::line() const {
+    std::string text = "tensorfs: " + file + ": " + what;
+    if (at_byte) text += " (at byte " + std::to_string(*at_byte) + ")";
+    // Paths and names in a message may come from the source itself (an index's shard names).
+    return single_line(text);
 }
 
 namespace {

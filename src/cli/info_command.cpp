@@ -3,7 +3,7 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "loaded_source.hpp"
+#include "tensorfs/loaded_source.hpp"
 #include "source_hints.hpp"
 #include "metadata_text.hpp"
 #include "model_figures.hpp"

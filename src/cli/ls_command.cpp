@@ -4,7 +4,7 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "loaded_source.hpp"
+#include "tensorfs/loaded_source.hpp"
 #include "source_hints.hpp"
 #include "tensorfs/json_files.hpp"
 #include "text_output.hpp"

@@ -23,7 +23,7 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "loaded_source.hpp"
+#include "tensorfs/loaded_source.hpp"
 #include "mount_options.hpp"
 #include "progress_line.hpp"
 #include "tensorfs/errors.hpp"

@@ -11,12 +11,12 @@
 
 #include "diff_metrics.hpp"
 #include "diff_pairs.hpp"
-#include "loaded_source.hpp"
 #include "tensorfs/dequant_reader.hpp"
+#include "tensorfs/loaded_source.hpp"
 #include "tensorfs/source_files.hpp"
 #include "tensorfs/stats.hpp"
 
-namespace tensorfs::cli {
+namespace tensorfs::compare {
 
 // One side of a diff: its SOURCE, parsed, and read as a mount would.
 struct DiffSide {
@@ -52,4 +52,4 @@ std::uint64_t values_bytes(const DiffSide& a, const DiffSide& b, const TensorPai
 PairResult compare_pair(DiffSide& a, DiffSide& b, const TensorPair& pair,
                         const std::function<void(std::uint64_t)>& progressed);
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs::compare

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace tensorfs::cli {
+namespace tensorfs::compare {
 
 // What the converter made of a model: read from the GGUF's metadata.
 struct GgufModel {
@@ -32,4 +32,4 @@ bool has_gguf_name_map(std::string_view architecture);
 // The GGUF counterpart of the Hugging Face tensor `hf_name`, or nullopt when the converter has no name for it.
 std::optional<GgufCounterpart> gguf_counterpart(std::string_view hf_name, const GgufModel& model);
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs::compare

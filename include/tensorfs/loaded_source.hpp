@@ -7,7 +7,7 @@
 #include "tensorfs/open_source.hpp"
 #include "tensorfs/tree.hpp"
 
-namespace tensorfs::cli {
+namespace tensorfs {
 
 struct LoadedSource {
     // Throws InvalidSource, as a mount of the same SOURCE would refuse it.
@@ -18,4 +18,4 @@ struct LoadedSource {
     Tree tree;  // the directory names; names that cannot become directories are refused here too
 };
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace tensorfs::cli {
+namespace tensorfs::compare {
 
 // Whether `rows` rows split into `heads` heads of an even number of rows each.
 bool permutable(std::uint64_t rows, std::uint64_t heads);
@@ -15,4 +15,4 @@ bool permutable(std::uint64_t rows, std::uint64_t heads);
 // (permutable(rows, heads) must hold). Head h's row h·D + i·D/2 + j (i in {0, 1}) is stored at h·D + 2j + i.
 std::uint64_t gguf_row_of(std::uint64_t hf_row, std::uint64_t rows, std::uint64_t heads);
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs::compare

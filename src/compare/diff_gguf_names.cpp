@@ -4,7 +4,7 @@
 #include <array>
 #include <charconv>
 
-namespace tensorfs::cli {
+namespace tensorfs::compare {
 namespace {
 
 struct NameRule {
@@ -114,4 +114,4 @@ std::optional<GgufCounterpart> gguf_counterpart(std::string_view hf_name, const 
     return counterpart;
 }
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs::compare

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace tensorfs::cli {
+namespace tensorfs::compare {
 
 struct DiffSums {
     std::uint64_t elements = 0;   // positions seen
@@ -35,4 +35,4 @@ struct DiffMetrics {
 
 DiffMetrics metrics_of(const DiffSums& sums);
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs::compare

@@ -1,6 +1,6 @@
 #include "diff_permutation.hpp"
 
-namespace tensorfs::cli {
+namespace tensorfs::compare {
 
 bool permutable(std::uint64_t rows, std::uint64_t heads) {
     return heads > 0 && rows % heads == 0 && (rows / heads) % 2 == 0;
@@ -13,4 +13,4 @@ std::uint64_t gguf_row_of(std::uint64_t hf_row, std::uint64_t rows, std::uint64_
     return head * per_head + 2 * (within % half) + within / half;
 }
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs::compare

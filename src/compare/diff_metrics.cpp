@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-namespace tensorfs::cli {
+namespace tensorfs::compare {
 namespace {
 
 // Positions are taken this many at a time: a run with no NaN or infinity on either side (nearly every run) goes
@@ -149,4 +149,4 @@ DiffMetrics metrics_of(const DiffSums& sums) {
     return metrics;
 }
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs::compare

@@ -5,9 +5,9 @@
 #include <stdexcept>
 
 #include "diff_permutation.hpp"
-#include "text_output.hpp"
+#include "tensorfs/errors.hpp"
 
-namespace tensorfs::cli {
+namespace tensorfs::compare {
 namespace {
 
 // Bytes of float32 values (or stored bytes) read from each side at a time: small enough that both sides' copies stay
@@ -70,16 +70,17 @@ public:
         const std::uint64_t rows = tensor.shape.empty() ? 1 : tensor.shape.front();
         const std::uint64_t heads = pair_.permuted_heads;
         if (!permutable(rows, heads)) {
-            throw std::runtime_error(visible(tensor.name) + ": its " + std::to_string(rows) +
+            throw std::runtime_error(single_line(tensor.name) + ": its " + std::to_string(rows) +
                                      " rows do not split into " + std::to_string(heads) +
                                      " heads of an even number of rows, as the GGUF's head count says they should");
         }
         const std::uint64_t columns = tensor.elements / rows;
         const std::uint64_t head_rows = rows / heads;
         if (columns > kLargestHead / 4 / head_rows) {
-            throw std::runtime_error(visible(tensor.name) + ": a head of " + std::to_string(head_rows) + " rows of " +
-                                     std::to_string(columns) + " values is more than diff puts back in order (" +
-                                     human_size(kLargestHead) + ")");
+            throw std::runtime_error(single_line(tensor.name) + ": a head of " + std::to_string(head_rows) +
+                                     " rows of " + std::to_string(columns) +
+                                     " values is more than diff puts back in order (" +
+                                     std::to_string(kLargestHead >> 20) + " MiB)");
         }
         const std::size_t head_bytes = static_cast<std::size_t>(head_rows * columns * 4);
         buffer_a_.resize(head_bytes / 4);
@@ -211,4 +212,4 @@ PairResult compare_pair(DiffSide& a, DiffSide& b, const TensorPair& pair,
     return result;
 }
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs::compare

@@ -9,7 +9,7 @@
 
 #include "tensorfs/catalog.hpp"
 
-namespace tensorfs::cli {
+namespace tensorfs::compare {
 
 enum class NameMode { Same, Gguf, Auto };
 
@@ -33,4 +33,4 @@ struct Pairing {
 // architecture that has no name map.
 Pairing pair_tensors(const Catalog& a, const Catalog& b, NameMode mode, const std::string& glob);
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs::compare

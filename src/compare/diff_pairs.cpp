@@ -7,7 +7,7 @@
 
 #include "diff_gguf_names.hpp"
 
-namespace tensorfs::cli {
+namespace tensorfs::compare {
 namespace {
 
 std::uint64_t metadata_count(const Catalog& catalog, const std::string& key) {
@@ -125,4 +125,4 @@ Pairing pair_tensors(const Catalog& a, const Catalog& b, NameMode mode, const st
     return pairing;
 }
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs::compare
