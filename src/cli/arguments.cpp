@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "size_option.hpp"
+#include "tensorfs/size_option.hpp"
 #include "suggestions.hpp"
 
 namespace tensorfs::cli {

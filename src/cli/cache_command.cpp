@@ -18,7 +18,7 @@
 #include "commands.hpp"
 #include "hidden_secrets.hpp"
 #include "remote/disk_cache.hpp"
-#include "size_option.hpp"
+#include "tensorfs/size_option.hpp"
 #include "tensorfs/source_options.hpp"
 #include "text_output.hpp"
 

@@ -9,7 +9,7 @@
 #include "command_help.hpp"
 #include "commands.hpp"
 #include "hidden_secrets.hpp"
-#include "libfuse.hpp"
+#include "fuse/libfuse.hpp"
 #include "suggestions.hpp"
 #include "remote/http_client.hpp"
 #include "tensorfs/dtype.hpp"

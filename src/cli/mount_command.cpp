@@ -2,9 +2,9 @@
 //                 [--cache-dir DIR] [--disk-cache-size SIZE]`
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "mount_options.hpp"
+#include "fuse/mount_options.hpp"
 #include "mountpoint_checks.hpp"
-#include "size_option.hpp"
+#include "tensorfs/size_option.hpp"
 #include "suggestions.hpp"
 #include "tensorfs/mount.hpp"
 

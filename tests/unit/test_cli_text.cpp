@@ -3,7 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "cli/metadata_text.hpp"
-#include "cli/mount_options.hpp"
+#include "fuse/mount_options.hpp"
 #include "cli/text_output.hpp"
 
 using namespace tensorfs;

@@ -7,7 +7,7 @@
 
 #include <fuse_lowlevel.h>
 
-namespace tensorfs::cli {
+namespace tensorfs {
 namespace {
 
 void discard_log(fuse_log_level, const char*, va_list) {}
@@ -40,4 +40,4 @@ void print_versions() {
     fuse_lowlevel_version();
 }
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs

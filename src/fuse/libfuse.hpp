@@ -3,7 +3,7 @@
 
 #include <string>
 
-namespace tensorfs::cli {
+namespace tensorfs {
 
 // True when libfuse's session takes `-o OPTION` (asked by a session that is created, never mounted, and
 // destroyed), so that an unknown option is refused with one clear line before anything is opened.
@@ -15,4 +15,4 @@ void print_libfuse_help();
 // `--version`: tensorfs, libfuse, the FUSE kernel interface and fusermount3. Must be the first output of the process.
 void print_versions();
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs

@@ -1,8 +1,8 @@
-#include "size_option.hpp"
+#include "tensorfs/size_option.hpp"
 
 #include <charconv>
 
-namespace tensorfs::cli {
+namespace tensorfs {
 
 std::optional<std::uint64_t> parse_size(std::string_view text) {
     std::uint64_t number = 0;
@@ -20,4 +20,4 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
     return number << shift;
 }
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs

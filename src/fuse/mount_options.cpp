@@ -4,9 +4,9 @@
 #include <charconv>
 
 #include "libfuse.hpp"
-#include "size_option.hpp"
+#include "tensorfs/size_option.hpp"
 
-namespace tensorfs::cli {
+namespace tensorfs {
 namespace {
 
 // Options a mount(8) line may carry that change nothing here. `rw` is among them: mount(8) adds it to every
@@ -90,4 +90,4 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
     return {};
 }
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs

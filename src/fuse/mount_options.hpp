@@ -7,7 +7,7 @@
 
 #include "tensorfs/mount.hpp"
 
-namespace tensorfs::cli {
+namespace tensorfs {
 
 // Takes out tensorfs's own options (cache_size=, threads=, export_dtype=, model=, cache_dir=, disk_cache_size=), drops
 // the ones that mean nothing for a read-only FUSE mount (ro, rw, defaults, noauto, nofail, _netdev, x-*,
@@ -18,4 +18,4 @@ std::string take_option_list(std::string_view list, MountOptions& options);
 // 1 to 1024.
 std::optional<unsigned> parse_threads(std::string_view text);
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs

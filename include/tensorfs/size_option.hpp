@@ -5,8 +5,8 @@
 #include <optional>
 #include <string_view>
 
-namespace tensorfs::cli {
+namespace tensorfs {
 
 std::optional<std::uint64_t> parse_size(std::string_view text);
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs
