@@ -6,24 +6,12 @@
 #include "tensorfs/loaded_source.hpp"
 #include "source_hints.hpp"
 #include "metadata_text.hpp"
-#include "model_figures.hpp"
 #include "tensorfs/json_files.hpp"
+#include "tensorfs/model_figures.hpp"
 #include "text_output.hpp"
 
 namespace tensorfs::cli {
 namespace {
-
-// model.json's keys (as a mount with the default options shows it) with the figures inserted after "total_nbytes".
-nlohmann::ordered_json info_json(const LoadedSource& source, const ModelFigures& figures) {
-    const ModelExport model_export(source.catalog, ExportDtype::Keep);
-    const nlohmann::ordered_json model = model_meta(source.catalog, source.tree, &model_export);
-    nlohmann::ordered_json info;
-    for (const auto& [key, value] : model.items()) {
-        info[key] = value;
-        if (key == "total_nbytes") info.update(figures_json(figures));
-    }
-    return info;
-}
 
 std::string summary_text(const Catalog& catalog, const ModelFigures& figures) {
     Table table({Align::Left, Align::Left});
@@ -80,7 +68,7 @@ int info_command(const Arguments& args) {
     const ModelFigures figures = model_figures(source.catalog);
 
     if (split.has("--json")) {
-        std::fputs(render_json_file(info_json(source, figures)).c_str(), stdout);
+        std::fputs(render_json_file(info_json(source.catalog, source.tree, figures)).c_str(), stdout);
         return 0;
     }
     const std::string text =

@@ -9,27 +9,11 @@
 #include "text_output.hpp"
 
 namespace tensorfs::cli {
-namespace {
-
-nlohmann::ordered_json listed(const std::vector<FolderFile>& files, const std::string& prefix) {
-    auto entries = nlohmann::ordered_json::array();
-    for (const auto& file : files) entries.push_back({{"path", prefix + file.path}, {"size", file.object->size()}});
-    return entries;
-}
-
-}  // namespace
 
 int ls_files(const std::string& source, const SourceOptions& options, bool json) {
     const ModelFolder folder = open_source(source, "", options).folder;
     if (json) {
-        nlohmann::ordered_json document;
-        document["side_files"] = listed(folder.side_files, "");
-        document["source"] = listed(folder.source_files, "source/");
-        if (!folder.models.empty()) {
-            auto& models = document["models"] = nlohmann::ordered_json::array();
-            for (const auto& model : folder.models) models.push_back({{"path", model.path}, {"format", model.format}});
-        }
-        std::fputs(render_json_file(document).c_str(), stdout);
+        std::fputs(render_json_file(folder_files_json(folder)).c_str(), stdout);
         return 0;
     }
     // Paths as they appear under the mount point, side files first (ls's order within each part).

@@ -1,4 +1,5 @@
-// What `tensorfs info` computes from a catalog: parameter count, stored size, bits per weight, dtype mix.
+// What `tensorfs info` (and Python's tensorfs.info) computes from a catalog: parameter count, stored size, bits per
+// weight, dtype mix; and the document `tensorfs info --json` prints.
 #pragma once
 
 #include <cstdint>
@@ -9,8 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "tensorfs/catalog.hpp"
+#include "tensorfs/tree.hpp"
 
-namespace tensorfs::cli {
+namespace tensorfs {
 
 struct DtypeFigures {
     std::string_view dtype;
@@ -28,7 +30,7 @@ struct ModelFigures {
 
 ModelFigures model_figures(const Catalog& catalog);
 
-// The figures as keys to add to model.json's content: parameter_count, bits_per_weight, dtypes.
-nlohmann::ordered_json figures_json(const ModelFigures& figures);
+// model.json's keys (as a mount with the default options shows it) with the figures inserted after "total_nbytes".
+nlohmann::ordered_json info_json(const Catalog& catalog, const Tree& tree, const ModelFigures& figures);
 
-}  // namespace tensorfs::cli
+}  // namespace tensorfs
