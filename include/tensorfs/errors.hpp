@@ -19,6 +19,7 @@ struct Problem {
     std::string file;
     std::string what;
     std::optional<std::uint64_t> at_byte;
+    bool missing = false;  // the file (or repository) does not exist: what Python raises FileNotFoundError for
 
     std::string line() const;
 };
@@ -28,6 +29,8 @@ class InvalidSource : public std::runtime_error {
 public:
     explicit InvalidSource(std::vector<Problem> problems);
     const std::vector<Problem>& problems() const { return problems_; }
+    // Whether the first problem is a file that does not exist (a SOURCE that names nothing, a missing shard).
+    bool missing() const { return !problems_.empty() && problems_.front().missing; }
 
 private:
     std::vector<Problem> problems_;
@@ -37,6 +40,8 @@ private:
 class Problems {
 public:
     void add(std::string file, std::string what, std::optional<std::uint64_t> at_byte = std::nullopt);
+    // A file (or repository) that does not exist; `what` says so in the words of where it was looked for.
+    void add_missing(std::string file, std::string what);
     bool empty() const { return list_.empty(); }
     // Moves the problems of `other` after these (to report problems found in parallel in a fixed order).
     void add_all(Problems&& other);

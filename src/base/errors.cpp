@@ -39,6 +39,10 @@ void Problems::add(std::string file, std::string what, std::optional<std::uint64
     list_.push_back(Problem{std::move(file), std::move(what), at_byte});
 }
 
+void Problems::add_missing(std::string file, std::string what) {
+    list_.push_back(Problem{std::move(file), std::move(what), std::nullopt, true});
+}
+
 void Problems::add_all(Problems&& other) {
     for (auto& problem : other.list_) list_.push_back(std::move(problem));
     other.list_.clear();

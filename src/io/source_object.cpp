@@ -30,7 +30,7 @@ std::shared_ptr<const SourceObject> SourceFolder::open(const std::string& relati
     auto object = open_if_exists(relative);
     if (object == nullptr) {
         Problems problems;
-        problems.add(name_of(relative), missing(relative));
+        problems.add_missing(name_of(relative), missing(relative));
         problems.throw_if_any();
     }
     return object;

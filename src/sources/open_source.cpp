@@ -33,7 +33,11 @@ ResolvedSource resolve_local(const std::string& source) {
     const fs::path path(source);
     std::error_code error;
     const auto status = fs::status(path, error);
-    if (error || !fs::exists(status)) refuse(source, "no such file or folder");
+    if (error || !fs::exists(status)) {
+        Problems problems;
+        problems.add_missing(source, "no such file or folder");
+        problems.throw_if_any();
+    }
     if (fs::is_directory(status)) return {std::make_unique<LocalFolder>(path), {}};
     if (!fs::is_regular_file(status)) refuse(source, "not a regular file or folder");
     return {std::make_unique<LocalFolder>(path.parent_path()), path.filename().string()};
