@@ -24,6 +24,8 @@ std::optional<SourceObject::ChecksumCheck> SourceObject::check_published_checksu
 
 void SourceObject::evict_cached() const {}
 
+std::shared_ptr<char> SourceObject::map_copy_on_write() const { return nullptr; }
+
 std::string SourceFolder::missing(const std::string&) const { return "no such file"; }
 
 std::shared_ptr<const SourceObject> SourceFolder::open(const std::string& relative) const {
