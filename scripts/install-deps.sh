@@ -16,6 +16,9 @@ packages=(g++ cmake make pkg-config libfuse3-dev fuse3 nlohmann-json3-dev libsim
 packages+=(libexpat1-dev zlib1g-dev)
 # libssl-dev: OpenSSL's libcrypto computes the digests `prefetch --verify` checks (src/remote/digest.cpp).
 packages+=(libssl-dev)
+# pybind11-dev builds the Python module (src/python) for Debian's python3 (python3-dev: its headers); python3-pytest
+# runs its tests (tests/python).
+packages+=(pybind11-dev python3-dev python3-pytest)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,59 @@
+#include "arrays.hpp"
+
+#include <limits>
+#include <string>
+
+namespace py = pybind11;
+
+namespace tensorfs::python {
+namespace {
+
+std::vector<py::ssize_t> numpy_shape(const std::vector<std::uint64_t>& shape) {
+    std::vector<py::ssize_t> dims;
+    dims.reserve(shape.size());
+    for (const std::uint64_t dim : shape) {
+        if (dim > static_cast<std::uint64_t>(std::numeric_limits<py::ssize_t>::max())) {
+            throw py::value_error("a dimension of " + std::to_string(dim) + " is more than an array can have");
+        }
+        dims.push_back(static_cast<py::ssize_t>(dim));
+    }
+    return dims;
+}
+
+}  // namespace
+
+ArrayMaker::ArrayMaker(Framework framework) : framework_(framework) {
+    py::module_::import("numpy");
+    if (framework == Framework::Torch) torch_ = py::module_::import("torch");
+}
+
+bool ArrayMaker::torch_has(std::string_view dtype) const {
+    return !torch_.is_none() && py::hasattr(torch_, std::string(dtype).c_str());
+}
+
+std::optional<ArrayPlan> ArrayMaker::plan(const Tensor& tensor, std::optional<ValueView> requested) const {
+    return plan_array(tensor, framework_, requested, [this](std::string_view dtype) { return torch_has(dtype); });
+}
+
+py::array ArrayMaker::allocate(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape) const {
+    return py::array(py::dtype(plan.numpy_dtype), numpy_shape(shape));
+}
+
+py::array ArrayMaker::over(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape,
+                           const std::shared_ptr<char>& mapping, const char* bytes) const {
+    // The capsule owns a reference to the mapping: it is unmapped when the last array over it goes.
+    const py::capsule keeper(new std::shared_ptr<char>(mapping),
+                             [](void* kept) { delete static_cast<std::shared_ptr<char>*>(kept); });
+    py::array array(py::dtype(plan.numpy_dtype), numpy_shape(shape), {}, bytes, keeper);
+    if (framework_ == Framework::Numpy) array.attr("setflags")(py::arg("write") = false);
+    return array;
+}
+
+py::object ArrayMaker::finish(py::array array, const ArrayPlan& plan) const {
+    if (framework_ == Framework::Numpy) return array;
+    py::object tensor = torch_.attr("from_numpy")(array);
+    if (!plan.torch_dtype.empty()) tensor = tensor.attr("view")(torch_.attr(plan.torch_dtype.c_str()));
+    return tensor;
+}
+
+}  // namespace tensorfs::python
