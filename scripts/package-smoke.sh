@@ -2,8 +2,9 @@
 # Smoke test of the Debian package (path in $1, from scripts/package.sh), as root on a machine without tensorfs
 # installed: `apt-get install` it as a user would, mount the demo checkpoint with the installed /usr/bin/tensorfs
 # (`tensorfs mount` and the fstab form, through mount(8) and mount.fuse3), read a tensor with numpy and compare it
-# with the file's own bytes, unmount, check `man tensorfs` and the bash completion, then `apt-get remove` it and
-# check that nothing it installed is left. scripts/test.sh runs it.
+# with the file's own bytes, unmount, load the checkpoint with the installed Python package, check `man tensorfs`
+# and the bash completion, then `apt-get remove` it and check that nothing it installed is left (the package's
+# byte code included). scripts/test.sh runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deb=$(realpath "$1")
@@ -71,6 +72,29 @@ for proc in /proc/[0-9]*; do
 done | grep -x "$bin" >/dev/null
 read_tensor
 umount "$mnt"
+
+step "python3: import tensorfs (the installed package) and load the demo checkpoint"
+# From an empty folder, so that no build tree's package is on the path.
+(cd "$work" && /usr/bin/python3 - "$work/demo.safetensors" <<'PY'
+import importlib.metadata, json, struct, sys
+import numpy as np
+import tensorfs
+source = sys.argv[1]
+assert tensorfs.__file__ == "/usr/lib/python3/dist-packages/tensorfs/__init__.py", tensorfs.__file__
+assert importlib.metadata.metadata("tensorfs")["License"] == "Apache-2.0"
+weights = tensorfs.load(source, framework="np", dtype="f32")
+name = "model.layers.0.self_attn.q_proj.weight"
+with open(source, "rb") as f:
+    size = struct.unpack("<Q", f.read(8))[0]
+    header = json.loads(f.read(size))
+    begin, end = header[name]["data_offsets"]
+    f.seek(8 + size + begin)
+    bf16 = np.frombuffer(f.read(end - begin), dtype="<u2")
+expected = (bf16.astype(np.uint32) << 16).view("<f4").reshape(header[name]["shape"])
+assert np.array_equal(weights[name], expected), "tensorfs.load differs from the file's values"
+print(f"  tensorfs {tensorfs.__version__}: load gave {len(weights)} tensors, the file's values")
+PY
+)
 
 step "man tensorfs"
 MANWIDTH=100 man -P cat tensorfs | grep "tensorfs - mount a model checkpoint as a tree of plain files" >/dev/null
