@@ -60,8 +60,7 @@ std::optional<ArrayPlan> as_stored(const DtypeRow* row, Framework framework, con
     }
     if (!torch_has(row->torch)) return std::nullopt;
     plan.numpy_dtype = row->torch_carrier;
-    // Where numpy's dtype is the carrier, torch.from_numpy gives the dtype itself: no view needed.
-    if (row->numpy != row->torch_carrier) plan.torch_dtype = row->torch;
+    plan.torch_dtype = row->torch;
     return plan;
 }
 
@@ -70,12 +69,19 @@ ArrayPlan as_view(ValueView view, Framework framework) {
     ArrayPlan plan;
     plan.view = view;
     plan.item_bytes = bytes_per_value(view);
+    const bool torch = framework == Framework::Torch;
     switch (view) {
-        case ValueView::F32: plan.numpy_dtype = "<f4"; break;
-        case ValueView::F16: plan.numpy_dtype = "<f2"; break;
+        case ValueView::F32:
+            plan.numpy_dtype = "<f4";
+            plan.torch_dtype = torch ? "float32" : "";
+            break;
+        case ValueView::F16:
+            plan.numpy_dtype = "<f2";
+            plan.torch_dtype = torch ? "float16" : "";
+            break;
         case ValueView::BF16:
-            plan.numpy_dtype = framework == Framework::Numpy ? "<u2" : "<i2";
-            if (framework == Framework::Torch) plan.torch_dtype = "bfloat16";
+            plan.numpy_dtype = torch ? "<i2" : "<u2";
+            plan.torch_dtype = torch ? "bfloat16" : "";
             break;
     }
     return plan;

@@ -19,9 +19,9 @@ std::optional<Framework> framework_named(std::string_view name);
 
 struct ArrayPlan {
     std::optional<ValueView> view;   // nullopt: the stored elements
-    std::string numpy_dtype;         // what the numpy array is made of ("<f4"; "<i2" to carry a torch bfloat16)
-    std::string torch_dtype;         // torch: the dtype the tensor is viewed as (an attribute of torch), or "" for
-                                     // what torch.from_numpy gives
+    std::string numpy_dtype;         // the numpy array's dtype ("<f4"); for torch, the numpy dtype of the same width
+                                     // that carries the bytes of an array over a mapping into torch.from_numpy
+    std::string torch_dtype;         // torch: the tensor's dtype, an attribute of torch ("bfloat16"); numpy: ""
     std::size_t item_bytes = 0;
 };
 

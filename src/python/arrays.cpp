@@ -35,24 +35,33 @@ std::optional<ArrayPlan> ArrayMaker::plan(const Tensor& tensor, std::optional<Va
     return plan_array(tensor, framework_, requested, [this](std::string_view dtype) { return torch_has(dtype); });
 }
 
-py::array ArrayMaker::allocate(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape) const {
-    return py::array(py::dtype(plan.numpy_dtype), numpy_shape(shape));
+ArrayMaker::Allocated ArrayMaker::allocate(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape) const {
+    const std::vector<py::ssize_t> dims = numpy_shape(shape);
+    if (framework_ == Framework::Numpy) {
+        py::array array(py::dtype(plan.numpy_dtype), dims);
+        void* data = array.mutable_data();
+        return {std::move(array), data};
+    }
+    py::tuple size(dims.size());
+    for (std::size_t i = 0; i < dims.size(); ++i) size[i] = dims[i];
+    py::object tensor = torch_.attr("empty")(size, py::arg("dtype") = torch_.attr(plan.torch_dtype.c_str()));
+    void* data = reinterpret_cast<void*>(tensor.attr("data_ptr")().cast<std::uintptr_t>());
+    return {std::move(tensor), data};
 }
 
-py::array ArrayMaker::over(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape,
-                           const std::shared_ptr<char>& mapping, const char* bytes) const {
+py::object ArrayMaker::over(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape,
+                            const std::shared_ptr<char>& mapping, const char* bytes) const {
     // The capsule owns a reference to the mapping: it is unmapped when the last array over it goes.
     const py::capsule keeper(new std::shared_ptr<char>(mapping),
                              [](void* kept) { delete static_cast<std::shared_ptr<char>*>(kept); });
     py::array array(py::dtype(plan.numpy_dtype), numpy_shape(shape), {}, bytes, keeper);
-    if (framework_ == Framework::Numpy) array.attr("setflags")(py::arg("write") = false);
-    return array;
-}
-
-py::object ArrayMaker::finish(py::array array, const ArrayPlan& plan) const {
-    if (framework_ == Framework::Numpy) return array;
+    if (framework_ == Framework::Numpy) {
+        array.attr("setflags")(py::arg("write") = false);
+        return array;
+    }
     py::object tensor = torch_.attr("from_numpy")(array);
-    if (!plan.torch_dtype.empty()) tensor = tensor.attr("view")(torch_.attr(plan.torch_dtype.c_str()));
+    const py::object dtype = torch_.attr(plan.torch_dtype.c_str());
+    if (!dtype.is(tensor.attr("dtype"))) tensor = tensor.attr("view")(dtype);
     return tensor;
 }
 

@@ -1,5 +1,5 @@
-// The arrays the module returns: numpy arrays, or torch tensors made from them with torch.from_numpy (which shares
-// their memory). Either allocated, to be written once by the engine, or laid over a mapping of the source file.
+// The arrays the module returns, numpy arrays or torch tensors: either allocated, to be written once by the engine,
+// or laid over a mapping of the source file (for torch, through torch.from_numpy, which shares the memory).
 #pragma once
 
 #include <cstdint>
@@ -25,16 +25,19 @@ public:
     // plan_array for this framework.
     std::optional<ArrayPlan> plan(const Tensor& tensor, std::optional<ValueView> requested) const;
 
-    // A new numpy array of the plan's numpy dtype and `shape`, not initialized (its pages are untouched until
-    // written).
-    pybind11::array allocate(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape) const;
-    // A numpy array over `bytes`, which lie in `mapping` and stay valid while the array (or a view of it) lives.
-    // Read-only for numpy; writable for torch, which has no read-only tensors: a write changes this process's
-    // copy-on-write pages only, never the file.
-    pybind11::array over(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape,
-                         const std::shared_ptr<char>& mapping, const char* bytes) const;
-    // What the caller gets: the array itself, or torch.from_numpy(array) viewed as the plan's torch dtype.
-    pybind11::object finish(pybind11::array array, const ArrayPlan& plan) const;
+    // A new array of the plan's dtype and `shape`, not initialized (its pages untouched until written), and where
+    // its elements go: a numpy.empty, or a torch.empty (torch's own allocator: the tensor owns its storage, as the
+    // tensors of torch's own loads do).
+    struct Allocated {
+        pybind11::object array;
+        void* data;
+    };
+    Allocated allocate(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape) const;
+    // The framework's array over `bytes`, which lie in `mapping` and stay valid while the array (or a view of it)
+    // lives: read-only for numpy; writable for torch, which has no read-only tensors (a write changes this process's
+    // copy-on-write pages only, never the file).
+    pybind11::object over(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape,
+                          const std::shared_ptr<char>& mapping, const char* bytes) const;
 
 private:
     Framework framework_;

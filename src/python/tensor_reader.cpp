@@ -33,7 +33,7 @@ ArrayPlan TensorReader::plan(std::uint32_t tensor) const {
                 (maker_.framework() == Framework::Torch ? "torch" : "numpy") + " dtype; raw() gives its bytes");
 }
 
-std::optional<py::array> TensorReader::mapped(std::uint32_t tensor, const ArrayPlan& plan, std::uint64_t first,
+std::optional<py::object> TensorReader::mapped(std::uint32_t tensor, const ArrayPlan& plan, std::uint64_t first,
                                               std::uint64_t count, const std::vector<std::uint64_t>& shape) const {
     const Tensor& t = model_->catalog().tensors[tensor];
     if (plan.view || !t.raw_in_c_order || count == 0) return std::nullopt;
@@ -52,23 +52,18 @@ std::optional<py::array> TensorReader::mapped(std::uint32_t tensor, const ArrayP
 py::object TensorReader::whole(std::uint32_t tensor) const {
     const ArrayPlan plan = this->plan(tensor);
     const Tensor& t = model_->catalog().tensors[tensor];
-    if (auto array = mapped(tensor, plan, 0, t.elements, t.shape)) return maker_.finish(*array, plan);
-    py::array array = maker_.allocate(plan, t.shape);
-    const TensorOutput output{tensor, plan.view, array.mutable_data()};
+    if (auto array = mapped(tensor, plan, 0, t.elements, t.shape)) return *array;
+    ArrayMaker::Allocated array = maker_.allocate(plan, t.shape);
+    const TensorOutput output{tensor, plan.view, array.data};
     {
         const py::gil_scoped_release unlocked;
         write_tensors(model_->catalog(), model_->files(), {&output, 1}, model_->threads());
     }
-    return maker_.finish(std::move(array), plan);
+    return array.array;
 }
 
 py::dict TensorReader::many(const std::vector<std::uint32_t>& tensors) const {
-    struct Written {
-        std::uint32_t tensor;
-        ArrayPlan plan;
-        py::array array;   // what finish() makes the framework's array of
-    };
-    std::vector<Written> arrays;
+    std::vector<std::pair<std::uint32_t, py::object>> arrays;
     arrays.reserve(tensors.size());
     std::vector<TensorOutput> batch;
     std::uint64_t batch_bytes = 0;
@@ -85,21 +80,18 @@ py::dict TensorReader::many(const std::vector<std::uint32_t>& tensors) const {
         const ArrayPlan plan = this->plan(tensor);
         const Tensor& t = model_->catalog().tensors[tensor];
         if (auto array = mapped(tensor, plan, 0, t.elements, t.shape)) {
-            arrays.push_back(Written{tensor, plan, std::move(*array)});
+            arrays.emplace_back(tensor, std::move(*array));
             continue;
         }
-        py::array array = maker_.allocate(plan, t.shape);
-        batch.push_back(TensorOutput{tensor, plan.view, array.mutable_data()});
+        ArrayMaker::Allocated array = maker_.allocate(plan, t.shape);
+        batch.push_back(TensorOutput{tensor, plan.view, array.data});
         batch_bytes += output_bytes(t, plan);
-        arrays.push_back(Written{tensor, plan, std::move(array)});
+        arrays.emplace_back(tensor, std::move(array.array));
         if (batch_bytes >= kBatchBytes) write_batch();
     }
     if (!batch.empty()) write_batch();
     py::dict result;
-    for (Written& written : arrays) {
-        result[name_to_python(model_->catalog().tensors[written.tensor].name)] =
-            maker_.finish(std::move(written.array), written.plan);
-    }
+    for (auto& [tensor, array] : arrays) result[name_to_python(model_->catalog().tensors[tensor].name)] = array;
     return result;
 }
 
@@ -107,11 +99,9 @@ py::object TensorReader::part(std::uint32_t tensor, const Selection& selection) 
     const ArrayPlan plan = this->plan(tensor);
     if (selection.runs.size() == 1 && selection.runs.front().repeat == 1) {
         const ElementRun& run = selection.runs.front();
-        if (auto array = mapped(tensor, plan, run.first, run.count, selection.shape)) {
-            return maker_.finish(*array, plan);
-        }
+        if (auto array = mapped(tensor, plan, run.first, run.count, selection.shape)) return *array;
     }
-    py::array array = maker_.allocate(plan, selection.shape);
+    ArrayMaker::Allocated array = maker_.allocate(plan, selection.shape);
     // Pieces of at most kPieceBytes, cut at the tensor's block borders, each written where it goes in the array.
     struct Piece {
         std::uint64_t first;
@@ -122,7 +112,7 @@ py::object TensorReader::part(std::uint32_t tensor, const Selection& selection) 
     const std::uint64_t per_block = t.type->block_elements;
     const std::uint64_t per_piece = std::max<std::uint64_t>(1, kPieceBytes / plan.item_bytes / per_block) * per_block;
     std::vector<Piece> pieces;
-    char* out = static_cast<char*>(array.mutable_data());
+    char* out = static_cast<char*>(array.data);
     for (const ElementRun& run : selection.runs) {
         for (std::uint64_t r = 0; r < run.repeat; ++r) {
             const std::uint64_t begin = run.first + r * run.stride;
@@ -142,7 +132,7 @@ py::object TensorReader::part(std::uint32_t tensor, const Selection& selection) 
             write_elements(model_->files(), t, plan.view, piece.first, piece.count, piece.out, Fetch::Exact);
         });
     }
-    return maker_.finish(std::move(array), plan);
+    return array.array;
 }
 
 }  // namespace tensorfs::python

@@ -37,7 +37,7 @@ public:
 
 private:
     // The array over the mapped file for elements [first, first + count), when that needs no copy.
-    std::optional<pybind11::array> mapped(std::uint32_t tensor, const ArrayPlan& plan, std::uint64_t first,
+    std::optional<pybind11::object> mapped(std::uint32_t tensor, const ArrayPlan& plan, std::uint64_t first,
                                           std::uint64_t count, const std::vector<std::uint64_t>& shape) const;
 
     std::shared_ptr<const OpenedModel> model_;
