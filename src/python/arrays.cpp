@@ -3,6 +3,8 @@
 #include <limits>
 #include <string>
 
+#include "array_memory.hpp"
+
 namespace py = pybind11;
 
 namespace tensorfs::python {
@@ -37,6 +39,14 @@ std::optional<ArrayPlan> ArrayMaker::plan(const Tensor& tensor, std::optional<Va
 
 ArrayMaker::Allocated ArrayMaker::allocate(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape) const {
     const std::vector<py::ssize_t> dims = numpy_shape(shape);
+    std::uint64_t bytes = plan.item_bytes;
+    for (const std::uint64_t dim : shape) bytes *= dim;
+    if (bytes >= kLargeArray) {
+        if (const std::shared_ptr<char> memory = array_memory(static_cast<std::size_t>(bytes))) {
+            py::object array = over(plan, shape, memory, memory.get(), true);
+            return {std::move(array), memory.get()};
+        }
+    }
     if (framework_ == Framework::Numpy) {
         py::array array(py::dtype(plan.numpy_dtype), dims);
         void* data = array.mutable_data();
@@ -50,13 +60,13 @@ ArrayMaker::Allocated ArrayMaker::allocate(const ArrayPlan& plan, const std::vec
 }
 
 py::object ArrayMaker::over(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape,
-                            const std::shared_ptr<char>& mapping, const char* bytes) const {
-    // The capsule owns a reference to the mapping: it is unmapped when the last array over it goes.
-    const py::capsule keeper(new std::shared_ptr<char>(mapping),
+                            const std::shared_ptr<char>& memory, const char* bytes, bool writable) const {
+    // The capsule owns a reference to the memory: it goes when the last array over it does.
+    const py::capsule keeper(new std::shared_ptr<char>(memory),
                              [](void* kept) { delete static_cast<std::shared_ptr<char>*>(kept); });
     py::array array(py::dtype(plan.numpy_dtype), numpy_shape(shape), {}, bytes, keeper);
     if (framework_ == Framework::Numpy) {
-        array.attr("setflags")(py::arg("write") = false);
+        if (!writable) array.attr("setflags")(py::arg("write") = false);
         return array;
     }
     py::object tensor = torch_.attr("from_numpy")(array);

@@ -25,19 +25,19 @@ public:
     // plan_array for this framework.
     std::optional<ArrayPlan> plan(const Tensor& tensor, std::optional<ValueView> requested) const;
 
-    // A new array of the plan's dtype and `shape`, not initialized (its pages untouched until written), and where
-    // its elements go: a numpy.empty, or a torch.empty (torch's own allocator: the tensor owns its storage, as the
-    // tensors of torch's own loads do).
+    // A new array of the plan's dtype and `shape`, not initialized, and where its elements go: of a large one, memory
+    // of array_memory.hpp (pages a released array had, when there are); of a small one, the framework's own
+    // (numpy.empty, torch.empty).
     struct Allocated {
         pybind11::object array;
         void* data;
     };
     Allocated allocate(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape) const;
-    // The framework's array over `bytes`, which lie in `mapping` and stay valid while the array (or a view of it)
-    // lives: read-only for numpy; writable for torch, which has no read-only tensors (a write changes this process's
-    // copy-on-write pages only, never the file).
+    // The framework's array over `bytes`, which lie in `memory` and stay valid while the array (or a view of it)
+    // lives. Over a mapping of a file (not `writable`): read-only for numpy; writable for torch, which has no
+    // read-only tensors (a write changes this process's copy-on-write pages only, never the file).
     pybind11::object over(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape,
-                          const std::shared_ptr<char>& mapping, const char* bytes) const;
+                          const std::shared_ptr<char>& memory, const char* bytes, bool writable = false) const;
 
 private:
     Framework framework_;
