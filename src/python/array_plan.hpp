@@ -27,8 +27,9 @@ struct ArrayPlan {
 
 // `requested`: dtype=None (nullopt) keeps the stored dtype where the framework has one, and gives float32 for the
 // rest; a view converts every floating tensor (quantized ones too) to it, while integers and bools keep theirs where
-// the framework has them, as -o export_dtype does. nullopt when the tensor has neither a dtype of the framework nor float32 values (ggml's Q8_1,
-// Q8_K): raw() is all there is of it. `torch_has(name)` tells whether this torch has a dtype of that name.
+// the framework has them (else they get the view too), as -o export_dtype does. nullopt when the tensor has neither
+// a dtype of the framework nor float32 values (ggml's Q8_1, Q8_K): raw() is all there is of it. `torch_has(name)`
+// tells whether this torch has a dtype of that name.
 using TorchHas = std::function<bool(std::string_view dtype)>;
 std::optional<ArrayPlan> plan_array(const Tensor& tensor, Framework framework, std::optional<ValueView> requested,
                                     const TorchHas& torch_has);

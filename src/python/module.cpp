@@ -88,7 +88,8 @@ py::dict load(const py::handle& source, const std::string& framework, const py::
         if (glob.empty() || ::fnmatch(glob.c_str(), catalog.tensors[i].name.c_str(), 0) == 0) wanted.push_back(i);
     }
     if (!glob.empty() && wanted.empty()) {
-        throw py::key_error("no tensor of " + std::string(py::str(source)) + " matches tensors=" + std::string(py::repr(tensors)));
+        throw py::key_error("no tensor of " + std::string(py::str(source)) +
+                            " matches tensors=" + std::string(py::repr(tensors)));
     }
     return TensorReader(model, chosen, requested).many(wanted);
 }
@@ -166,8 +167,9 @@ arrays already returned stay valid.)doc")
 
 safetensors: the files' __metadata__ (and a sharded index's "metadata"), as safetensors gives it. GGUF and
 PyTorch: the metadata model.json holds, every value as a str (numbers and arrays as JSON text).)doc")
-        .def("get_tensor", &SafeOpen::get_tensor, py::arg("name"), R"doc(The tensor `name` as a whole: a
-torch.Tensor (framework "pt") or a numpy.ndarray ("np"). Unknown names raise KeyError.
+        .def("get_tensor", &SafeOpen::get_tensor, py::arg("name"), R"doc(The tensor `name` as a whole.
+
+A torch.Tensor (framework "pt") or a numpy.ndarray ("np"). Unknown names raise KeyError.
 
 Its values are those of the mount's files for the same source: the stored bytes (`raw`) when its dtype is kept,
 else `dequant.f32`, `dequant.bf16` or `dequant.f16`. A tensor of a local file whose stored dtype is the one given
@@ -214,7 +216,7 @@ ranges. A part of a local file in its stored dtype is a view of the file with no
         .def("__getitem__", &Slice::getitem, py::arg("key"));
 
     module.def("safe_open", &safe_open, py::arg("source"), py::arg("framework") = "pt", py::arg("device") = "cpu",
-               py::kw_only(), py::arg("dtype") = py::none(), R"doc(Opens a model checkpoint, as safetensors.safe_open does.
+               py::kw_only(), py::arg("dtype") = py::none(), R"doc(Opens a model checkpoint, as safetensors.safe_open.
 
 source: any SOURCE `tensorfs mount` takes: a .safetensors file, a .safetensors.index.json, a .gguf file (any part of
   a split set), a PyTorch .bin/.pt/.pth (its pickle is never run), a .bin.index.json or a folder holding one of
@@ -225,8 +227,8 @@ device: where torch tensors go ("cpu", "cuda:0"...); numpy only has "cpu".
 dtype: None keeps each tensor's stored dtype where the framework has it (quantized GGUF types, float8 in numpy,
   and torch's missing dtypes come back as float32); "f32", "bf16" or "f16" convert every floating tensor (quantized
   ones too) as the mount's dequant.* files do, while integers and bools keep theirs where the framework has them
-  (-o export_dtype's rule). numpy has no bfloat16: a BF16
-  tensor comes back as float32 with dtype=None, and with dtype="bf16" as uint16 holding the bfloat16 bits.
+  (-o export_dtype's rule). numpy has no bfloat16: a BF16 tensor comes back as float32 with dtype=None, and with
+  dtype="bf16" as uint16 holding the bfloat16 bits.
 options: mount options that apply to a source, by their mount names: cache_dir, disk_cache_size,
   max_connections, readahead, model (the model of a folder that holds several), cache_size (the memory budget),
   threads (readers at once), and the others `tensorfs mount -o` takes for a source. Unknown names raise TypeError;
@@ -236,16 +238,19 @@ Returns a SafeOpen. A source that cannot be read raises tensorfs.Error (an OSErr
 one that does not exist, tensorfs.SourceNotFoundError (also a FileNotFoundError).)doc");
 
     module.def("load", &load, py::arg("source"), py::arg("framework") = "pt", py::kw_only(),
-               py::arg("dtype") = py::none(), py::arg("tensors") = py::none(), R"doc(Reads a whole model (or the tensors
-whose names match the glob `tensors`, as fnmatch matches) into a dict of name to tensor, in the source's order.
+               py::arg("dtype") = py::none(), py::arg("tensors") = py::none(), R"doc(Reads a whole model into a dict.
 
-source, framework, dtype and options as for safe_open. The source is read in its order by all the threads and
-connections a mount would use (threads=, max_connections=), each tensor written once into its array (or, for a
-local file in its stored dtype, an array over the file with no copy), with the GIL released. Memory holds the
-returned tensors plus the cache budget (cache_size=). A glob that matches nothing raises KeyError.)doc");
+The dict maps each tensor's name to the tensor, in the source's order; with `tensors`, only the tensors whose names
+match that glob (as fnmatch matches). source, framework, dtype and options as for safe_open. The source is read in
+its order by all the threads and connections a mount would use (threads=, max_connections=), each tensor written
+once into its array (or, for a local file in its stored dtype, an array over the file with no copy), with the GIL
+released. Memory holds the returned tensors plus the cache budget (cache_size=). A glob that matches nothing raises
+KeyError.)doc");
 
-    module.def("info", &info, py::arg("source"), R"doc(What `tensorfs info --json SOURCE` prints, as a dict: format,
-files, tensor count, sizes, parameter count, bits per weight, dtypes, all model metadata. Options as for safe_open.)doc");
+    module.def("info", &info, py::arg("source"), R"doc(What `tensorfs info --json SOURCE` prints, as a dict.
+
+Format, files, tensor count, sizes, parameter count, bits per weight, dtypes, all model metadata. Options as for
+safe_open.)doc");
 
     module.def("diff", &diff, py::arg("a"), py::arg("b"), py::kw_only(), py::arg("names") = "auto",
                py::arg("tensors") = py::none(), R"doc(How far checkpoint b is from checkpoint a, tensor by tensor.

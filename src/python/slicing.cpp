@@ -99,7 +99,9 @@ Selection select(const std::vector<std::uint64_t>& shape, const py::handle& key)
     std::vector<std::uint64_t> counter(cut - 1, 0);
     for (;;) {
         std::uint64_t base = 0;
-        for (std::size_t d = 0; d + 1 < cut; ++d) base += (ranges[d].start + counter[d] * ranges[d].step) * per_index[d];
+        for (std::size_t d = 0; d + 1 < cut; ++d) {
+            base += (ranges[d].start + counter[d] * ranges[d].step) * per_index[d];
+        }
         if (inner.step == 1) {
             selection.runs.push_back(ElementRun{base + inner.start * inner_size, inner.count * inner_size});
         } else {

@@ -10,7 +10,8 @@ import pytest
 import tensorfs
 from tensorfs_mount import DATA, VECTORS, run
 
-MALFORMED = [os.path.join(VECTORS, "malformed", name) for name in sorted(os.listdir(os.path.join(VECTORS, "malformed")))]
+MALFORMED = [os.path.join(VECTORS, "malformed", name)
+             for name in sorted(os.listdir(os.path.join(VECTORS, "malformed")))]
 PYTORCH = os.path.join(DATA, "pytorch", "malformed")
 with open(os.path.join(PYTORCH, "manifest.json")) as f:
     PYTORCH_ENTRIES = json.load(f)["malformed"]
@@ -54,7 +55,8 @@ def test_a_missing_source_is_file_not_found(tmp_path):
 def test_a_missing_shard_is_file_not_found(tmp_path):
     index = os.path.join(VECTORS, "safetensors", "sharded", "model.safetensors.index.json")
     os.symlink(index, tmp_path / "model.safetensors.index.json")
-    with pytest.raises(tensorfs.SourceNotFoundError, match='names shard "model-00001-of-00003.safetensors", which is not a file'):
+    missing = 'names shard "model-00001-of-00003.safetensors", which is not a file'
+    with pytest.raises(tensorfs.SourceNotFoundError, match=missing):
         tensorfs.safe_open(str(tmp_path / "model.safetensors.index.json"))
 
 

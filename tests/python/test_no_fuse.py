@@ -26,7 +26,8 @@ NAMESPACE = r"""
 mount --bind /dev/null /dev/fuse || exit 10
 mkdir -p "$WORK/mnt"
 if "$TENSORFS_BIN" mount "$1" "$WORK/mnt" 2>/dev/null; then fusermount3 -u "$WORK/mnt"; exit 11; fi
-exec strace -f -qq -e trace=open,openat -o "$WORK/trace" /usr/bin/env LD_PRELOAD="$TENSORFS_PRELOAD" "$PYTHON" -c "$SCRIPT" "$@"
+exec strace -f -qq -e trace=open,openat -o "$WORK/trace" \
+    /usr/bin/env LD_PRELOAD="$TENSORFS_PRELOAD" "$PYTHON" -c "$SCRIPT" "$@"
 """
 
 

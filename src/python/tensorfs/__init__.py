@@ -1,4 +1,4 @@
-"""tensorfs: model checkpoints read into torch tensors and numpy arrays, from any place, without a mount.
+"""Model checkpoints read into torch tensors and numpy arrays, from any place, without a mount.
 
 The same engine as the `tensorfs` command and its FUSE mount: safetensors (one file, sharded, an index), GGUF (one
 file or a split set; every ggml type decoded), PyTorch .bin/.pt/.pth (read without running their pickle), from the

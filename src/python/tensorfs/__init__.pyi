@@ -49,5 +49,10 @@ def load(
 ) -> dict[str, Tensor]: ...
 def info(source: Source, **options: Option) -> dict[str, Any]: ...
 def diff(
-    a: Source, b: Source, *, names: Literal["same", "gguf", "auto"] = "auto", tensors: Optional[str] = None, **options: Option
+    a: Source,
+    b: Source,
+    *,
+    names: Literal["same", "gguf", "auto"] = "auto",
+    tensors: Optional[str] = None,
+    **options: Option,
 ) -> list[dict[str, Any]]: ...
