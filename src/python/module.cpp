@@ -62,8 +62,8 @@ std::shared_ptr<const OpenedModel> open_model(const std::string& source, const R
     return std::make_shared<const OpenedModel>(source, settings);
 }
 
-std::unique_ptr<SafeOpen> safe_open(const py::handle& source, const std::string& framework, const std::string& device,
-                     const py::handle& dtype, const py::kwargs& options) {
+std::unique_ptr<SafeOpen> safe_open(const py::handle& source, const std::string& framework,
+                                    const std::string& device, const py::handle& dtype, const py::kwargs& options) {
     const Framework chosen = framework_of(framework);
     const ArrayMaker imports(chosen);   // an ImportError before anything is opened
     const auto requested = requested_dtype(dtype);
