@@ -10,6 +10,8 @@ P4. the same model as a local file: every tensor with get_tensor (framework "pt"
 P5. a Q4_K GGUF (8 tensors of 16384 x 4096), every tensor as float32 with get_tensor (numpy) / `tensorfs cat --f32`
     of every tensor to /dev/null, one process each
 P6. peak RSS of P1's load() (the process's peak less its size before the call) / the model's size + the cache budget
+Beside them, without targets, what bounds P2 and P3: the same loads without the disk cache (disk_cache_size=0), whose
+writes put every byte into new page cache a second time (docs/benchmarks.md, "What page cache costs on this machine").
 
 Each tensorfs figure is the time of the calls themselves, measured inside the process (the interpreter's start and
 imports are not counted; torch's import alone takes longer than some loads); the baselines are whole processes,
@@ -34,7 +36,7 @@ Q4_K_TENSORS = 8
 # Runs in a fresh interpreter: argv[1] says what to do; prints a JSON object with the seconds the calls took.
 CHILD = r"""
 import json, os, resource, sys, time
-what, source = sys.argv[1], sys.argv[2]
+what, source, options = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 import torch, numpy as np
 import tensorfs
 
@@ -46,7 +48,7 @@ result = {}
 if what == "load":
     before = rss()
     started = time.monotonic()
-    tensors = tensorfs.load(source, framework="pt")
+    tensors = tensorfs.load(source, framework="pt", **options)
     result["seconds"] = time.monotonic() - started
     result["bytes"] = sum(t.numel() * t.element_size() for t in tensors.values())
     result["peak_growth"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
@@ -87,16 +89,16 @@ class Python:
         self.bench = bench
         self.env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(bench.tensorfs), "python"))
 
-    def child(self, what, source, env=None):
+    def child(self, what, source, env=None, **options):
         bench_load.quiet_machine()
-        out = subprocess.run(["/usr/bin/python3", "-c", CHILD, what, source], check=True, capture_output=True,
-                             text=True, env=dict(self.env, **(env or {}))).stdout
+        out = subprocess.run(["/usr/bin/python3", "-c", CHILD, what, source, json.dumps(options)], check=True,
+                             capture_output=True, text=True, env=dict(self.env, **(env or {}))).stdout
         return json.loads(out)
 
-    def cold_load(self, url, env=None):
+    def cold_load(self, url, env=None, **options):
         cache = tempfile.mkdtemp(prefix="cache-", dir=self.bench.work)
         try:
-            return self.child("load", url, dict(env or {}, XDG_CACHE_HOME=cache))
+            return self.child("load", url, dict(env or {}, XDG_CACHE_HOME=cache), **options)
         finally:
             shutil.rmtree(cache)
 
@@ -129,7 +131,7 @@ def run(bench, scale):
     s3 = None
     capped = f"http://127.0.0.1:{server.capped}/model.safetensors"
     uncapped = f"http://127.0.0.1:{server.uncapped}/model.safetensors"
-    rows = {key: [] for key in ("capped", "uncapped", "s3", "local", "q4k", "rss")}
+    rows = {key: [] for key in ("capped", "uncapped", "s3", "local", "q4k", "rss", "uncapped_no_disk", "s3_no_disk")}
     try:
         s3 = bench_load.S3Store(model)
         bench.warm(model)
@@ -139,8 +141,12 @@ def run(bench, scale):
             loaded = python.cold_load(capped)
             rows["capped"].append((aria, loaded["seconds"]))
             rows["rss"].append((loaded["peak_growth"], size + BUDGET))
-            rows["uncapped"].append((load.curl(uncapped), python.cold_load(uncapped)["seconds"]))
-            rows["s3"].append((s3.parallel_curl_seconds(size), python.cold_load(s3.url, s3.env)["seconds"]))
+            one_curl = load.curl(uncapped)
+            rows["uncapped"].append((one_curl, python.cold_load(uncapped)["seconds"]))
+            rows["uncapped_no_disk"].append((one_curl, python.cold_load(uncapped, disk_cache_size=0)["seconds"]))
+            s3_curl = s3.parallel_curl_seconds(size)
+            rows["s3"].append((s3_curl, python.cold_load(s3.url, s3.env)["seconds"]))
+            rows["s3_no_disk"].append((s3_curl, python.cold_load(s3.url, s3.env, disk_cache_size=0)["seconds"]))
             rows["local"].append((python.child("frombuffer_sums", model)["seconds"],
                                   python.child("get_tensor_sums", model)["seconds"]))
             rows["q4k"].append((cat_f32_seconds(bench, q4k, q4k_names), python.child("get_tensor_f32", q4k)["seconds"]))
@@ -165,3 +171,6 @@ def run(bench, scale):
     speed_row("P5. Q4_K GGUF, get_tensor as float32 / tensorfs cat --f32 of each tensor", "q4k", ">= 0.9",
               f32_bytes)
     bench.row("P6. peak RSS of P1's load() / model size + cache budget", rows["rss"], "MiB", "<= 1.0", MIB)
+    # No targets: what bounds P2 and P3.
+    speed_row("P2x. tensorfs.load, uncapped, no disk cache / one curl", "uncapped_no_disk", "", size)
+    speed_row("P3x. tensorfs.load from S3, no disk cache / the same curl ranges", "s3_no_disk", "", size)

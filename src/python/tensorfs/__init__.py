@@ -19,8 +19,10 @@ Errors: tensorfs.Error (an OSError) with the command's message; tensorfs.SourceN
 FileNotFoundError) for a source that does not exist; KeyError for an unknown tensor name; TypeError for an
 unknown option. Licensed under the Apache License 2.0.
 """
-from tensorfs._tensorfs import Error, SafeOpen, Slice, SourceNotFoundError, __version__, diff, info, load, safe_open
+from tensorfs import _tensorfs
+from tensorfs._tensorfs import Error, SafeOpen, Slice, SourceNotFoundError, diff, info, load, safe_open
 
+__version__ = _tensorfs.__version__
 __license__ = "Apache-2.0"
 __all__ = ["safe_open", "load", "info", "diff", "SafeOpen", "Slice", "Error", "SourceNotFoundError"]
 
