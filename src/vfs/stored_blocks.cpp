@@ -250,9 +250,6 @@ void gather_strided(const std::vector<std::uint64_t>& shape, const std::vector<s
 
 void read_stored_blocks(const SourceFiles& files, const Tensor& tensor, std::uint64_t first_block,
                         std::uint64_t blocks, std::uint8_t* dst) {
-    const std::uint64_t block_bytes = tensor.type->block_bytes;
-    if (!tensor.strided()) return files.read_of_tensor(tensor, tensor.offset + first_block * block_bytes,
-                                                       static_cast<std::size_t>(blocks * block_bytes), dst);
     const ReadRaw read = [&](std::uint64_t offset, std::size_t length, void* into) {
         files.read_of_tensor(tensor, tensor.offset + offset, length, into);
     };
