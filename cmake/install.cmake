@@ -1,6 +1,7 @@
 # What `cmake --install` and the Debian package (cmake/package.cmake) put in place: the binary, the manual page
 # and the changelog gzip-compressed as Debian wants them (-9, -n: no name or time stamp, so builds are the same
-# bytes), bash completion where bash-completion loads it on demand, and the README and copyright file.
+# bytes), bash completion where bash-completion loads it on demand, the README and copyright file, and the Python
+# package (cmake/python.cmake) where Debian's python3 finds it.
 include(GNUInstallDirs)
 
 find_program(GZIP gzip REQUIRED)
@@ -23,3 +24,16 @@ install(FILES ${TENSORFS_MAN_PAGE} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES completion/tensorfs.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
   RENAME tensorfs)
 install(FILES README.md packaging/copyright ${TENSORFS_CHANGELOG} DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# Debian's python3 reads packages of Debian's own from /usr/lib/python3/dist-packages (the .deb's prefix is /usr),
+# and those installed by hand from /usr/local/lib/python3.X/dist-packages.
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  set(TENSORFS_PYTHON_INSTALL_DIR lib/python3/dist-packages)
+else()
+  set(TENSORFS_PYTHON_INSTALL_DIR lib/python${Python_VERSION_MAJOR}.${Python_VERSION_MINOR}/dist-packages)
+endif()
+install(TARGETS tensorfs_python LIBRARY DESTINATION ${TENSORFS_PYTHON_INSTALL_DIR}/tensorfs)
+list(TRANSFORM TENSORFS_PYTHON_FILES PREPEND ${TENSORFS_PYTHON_BUILD_DIR}/tensorfs/ OUTPUT_VARIABLE python_files)
+install(FILES ${python_files} DESTINATION ${TENSORFS_PYTHON_INSTALL_DIR}/tensorfs)
+install(FILES ${TENSORFS_PYTHON_BUILD_DIR}/${TENSORFS_PYTHON_DIST_INFO}/METADATA
+  DESTINATION ${TENSORFS_PYTHON_INSTALL_DIR}/${TENSORFS_PYTHON_DIST_INFO})

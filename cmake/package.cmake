@@ -1,7 +1,8 @@
 # The Debian package tensorfs_VERSION_amd64.deb, made by CPack's DEB generator (scripts/package.sh configures
 # the build for it and runs cpack). It holds what cmake/install.cmake installs, under /usr. dpkg-shlibdeps
-# computes the library dependencies from the binary; fuse3 is added for fusermount3 (unmounting as a user) and
-# mount.fuse3 (the fstab form).
+# computes the library dependencies from the binary and the Python module; fuse3 is added for fusermount3
+# (unmounting as a user) and mount.fuse3 (the fstab form). The Python package is for the python3 the module was
+# built for, and imports numpy; the command works without them, so they are recommended, not required.
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME tensorfs)
 set(CPACK_PACKAGE_VENDOR "tensorfs maintainers")
@@ -15,13 +16,21 @@ GGUF or PyTorch; on the local disk, a web server, the Hugging Face Hub or
 S3) read-only, with one folder per tensor holding its stored bytes, its
 description and its values as float32, bfloat16 and float16, and the whole
 model as one safetensors file. Remote sources are fetched by range requests
-through a disk cache, only where reads touch. `tensorfs csi` is a Kubernetes
-CSI node plugin that mounts models as volumes of pods.")
+through a disk cache, only where reads touch. The Python package tensorfs
+reads the same sources into torch tensors and numpy arrays without a mount,
+with the calls of safetensors (safe_open, get_tensor, get_slice). `tensorfs
+csi` is a Kubernetes CSI node plugin that mounts models as volumes of pods.")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS fuse3)
+math(EXPR TENSORFS_PYTHON_NEXT_MINOR "${Python_VERSION_MINOR} + 1")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3 (>= ${Python_VERSION_MAJOR}.${Python_VERSION_MINOR}), \
+python3 (<< ${Python_VERSION_MAJOR}.${TENSORFS_PYTHON_NEXT_MINOR}), python3-numpy")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS python3-torch)
+# Byte code of the Python package: compiled at install, removed before removal (packaging/postinst, prerm).
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/postinst ${PROJECT_SOURCE_DIR}/packaging/prerm)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 # Folders the package creates get Debian's 0755, whatever the umask of the build.
 set(CPACK_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS

@@ -25,6 +25,9 @@ packages+=(libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grp
 if [ "${1:-}" = "--image" ]; then
   packages+=(debootstrap podman runc)
 fi
+# pybind11-dev builds the Python module (src/python) for Debian's python3 (python3-dev: its headers); python3-pytest
+# runs its tests (tests/python).
+packages+=(pybind11-dev python3-dev python3-pytest)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -2,8 +2,9 @@
 # Smoke test of the Debian package (path in $1, from scripts/package.sh), as root on a machine without tensorfs
 # installed: `apt-get install` it as a user would, mount the demo checkpoint with the installed /usr/bin/tensorfs
 # (`tensorfs mount` and the fstab form, through mount(8) and mount.fuse3), read a tensor with numpy and compare it
-# with the file's own bytes, unmount, check `man tensorfs` and the bash completion, then `apt-get remove` it and
-# check that nothing it installed is left. scripts/test.sh runs it.
+# with the file's own bytes, unmount, load the checkpoint with the installed Python package, check `man tensorfs`
+# and the bash completion, then `apt-get remove` it and check that nothing it installed is left (the package's
+# byte code included). scripts/test.sh runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deb=$(realpath "$1")
@@ -34,20 +35,27 @@ bin=/usr/bin/tensorfs
 "$bin" --version | sed -n 1p
 
 scripts/make-demo-checkpoint.py "$work/demo.safetensors"
-# The tensor's values read through the mount, against the ones decoded from the safetensors file's own bytes.
-read_tensor() {
-  /usr/bin/python3 - "$work/demo.safetensors" "$mnt" <<'PY'
+# One tensor's values decoded from the safetensors file's own bytes, once: what every reader below must give.
+name=model.layers.0.self_attn.q_proj.weight
+/usr/bin/python3 - "$work/demo.safetensors" "$name" "$work/expected.npy" <<'PY'
 import json, struct, sys
 import numpy as np
-source, mnt = sys.argv[1:]
-name = "model.layers.0.self_attn.q_proj.weight"
+source, name, out = sys.argv[1:]
 with open(source, "rb") as f:
     size = struct.unpack("<Q", f.read(8))[0]
     header = json.loads(f.read(size))
     begin, end = header[name]["data_offsets"]
     f.seek(8 + size + begin)
     bf16 = np.frombuffer(f.read(end - begin), dtype="<u2")
-expected = (bf16.astype(np.uint32) << 16).view("<f4").reshape(header[name]["shape"])
+np.save(out, (bf16.astype(np.uint32) << 16).view("<f4").reshape(header[name]["shape"]))
+PY
+# The tensor's values read through the mount, against those.
+read_tensor() {
+  /usr/bin/python3 - "$work/expected.npy" "$mnt" "$name" <<'PY'
+import json, sys
+import numpy as np
+expected, mnt, name = sys.argv[1:]
+expected = np.load(expected)
 meta = json.load(open(f"{mnt}/{name}/meta.json"))
 values = np.memmap(f"{mnt}/{name}/dequant.f32", dtype="<f4", mode="r", shape=tuple(meta["shape"]))
 assert np.array_equal(values, expected), "dequant.f32 differs from the file's values"
@@ -83,6 +91,21 @@ plugin=$(cat "/proc/$csi/task/$csi/children")
 [ "$(readlink "/proc/${plugin// /}/exe")" = /usr/libexec/tensorfs/tensorfs-csi ]
 kill -TERM "$csi"
 wait "$csi"
+
+step "python3: import tensorfs (the installed package) and load the demo checkpoint"
+# From an empty folder, so that no build tree's package is on the path.
+(cd "$work" && /usr/bin/python3 - "$work/demo.safetensors" "$work/expected.npy" "$name" <<'PY'
+import importlib.metadata, sys
+import numpy as np
+import tensorfs
+source, expected, name = sys.argv[1:]
+assert tensorfs.__file__ == "/usr/lib/python3/dist-packages/tensorfs/__init__.py", tensorfs.__file__
+assert importlib.metadata.metadata("tensorfs")["License"] == "Apache-2.0"
+weights = tensorfs.load(source, framework="np", dtype="f32")
+assert np.array_equal(weights[name], np.load(expected)), "tensorfs.load differs from the file's values"
+print(f"  tensorfs {tensorfs.__version__}: load gave {len(weights)} tensors, the file's values")
+PY
+)
 
 step "man tensorfs"
 MANWIDTH=100 man -P cat tensorfs | grep "tensorfs - mount a model checkpoint as a tree of plain files" >/dev/null

@@ -8,13 +8,15 @@ cd "$(dirname "$0")/.."
 dir=${1:-build-package}
 shift || true
 export DEB_BUILD_MAINT_OPTIONS=hardening=+all
-# Only the binaries (tensorfs and its CSI plugin) and the compressed pages are built (the tests and benchmarks are
-# not packaged); cpack would otherwise build everything first.
+# Only the binaries (tensorfs and its CSI plugin), the Python module and the compressed pages are built (the tests
+# and benchmarks are not packaged); cpack would otherwise build everything first. The prefix is the package's, /usr:
+# the Python package goes where Debian's own go (cmake/install.cmake).
 cmake -S . -B "$dir" -DTENSORFS_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF \
-  -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON \
+  -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON -DCMAKE_INSTALL_PREFIX=/usr \
   -DCMAKE_CXX_FLAGS="$(dpkg-buildflags --get CPPFLAGS) $(dpkg-buildflags --get CXXFLAGS)" \
-  -DCMAKE_EXE_LINKER_FLAGS="$(dpkg-buildflags --get LDFLAGS)" "$@" >/dev/null
-cmake --build "$dir" -j"$(nproc)" --target tensorfs tensorfs-csi >&2
+  -DCMAKE_EXE_LINKER_FLAGS="$(dpkg-buildflags --get LDFLAGS)" \
+  -DCMAKE_MODULE_LINKER_FLAGS="$(dpkg-buildflags --get LDFLAGS)" "$@" >/dev/null
+cmake --build "$dir" -j"$(nproc)" --target tensorfs tensorfs-csi tensorfs_python >&2
 rm -f "$dir"/tensorfs_*.deb
 (cd "$dir" && cpack -G DEB >/dev/null)
 ls "$dir"/tensorfs_*.deb

@@ -5,15 +5,21 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tensorfs {
+
+// The text with every control byte (a line break above all) written as \xNN, so that a message that names a file or
+// a tensor (names come from the source itself) stays one line.
+std::string single_line(std::string_view text);
 
 // One broken rule of a source's format, printed as `tensorfs: FILE: WHAT (at byte N)`.
 struct Problem {
     std::string file;
     std::string what;
     std::optional<std::uint64_t> at_byte;
+    bool missing = false;  // the file (or repository) does not exist: what Python raises FileNotFoundError for
 
     std::string line() const;
 };
@@ -23,6 +29,8 @@ class InvalidSource : public std::runtime_error {
 public:
     explicit InvalidSource(std::vector<Problem> problems);
     const std::vector<Problem>& problems() const { return problems_; }
+    // Whether the first problem is a file that does not exist (a SOURCE that names nothing, a missing shard).
+    bool missing() const { return !problems_.empty() && problems_.front().missing; }
 
 private:
     std::vector<Problem> problems_;
@@ -32,6 +40,8 @@ private:
 class Problems {
 public:
     void add(std::string file, std::string what, std::optional<std::uint64_t> at_byte = std::nullopt);
+    // A file (or repository) that does not exist; `what` says so in the words of where it was looked for.
+    void add_missing(std::string file, std::string what);
     bool empty() const { return list_.empty(); }
     // Moves the problems of `other` after these (to report problems found in parallel in a fixed order).
     void add_all(Problems&& other);

@@ -8,6 +8,7 @@
 
 #include "tensorfs/catalog.hpp"
 #include "tensorfs/model_export.hpp"
+#include "tensorfs/model_folder.hpp"
 #include "tensorfs/tree.hpp"
 
 namespace tensorfs {
@@ -15,6 +16,10 @@ namespace tensorfs {
 nlohmann::ordered_json tensor_meta(const Catalog& catalog, std::uint32_t tensor);
 // With `model_export`, an "export" entry says what model.safetensors holds, or why there is none.
 nlohmann::ordered_json model_meta(const Catalog& catalog, const Tree& tree, const ModelExport* model_export = nullptr);
+
+// What a mount's side files and source/ hold, as `tensorfs ls --files --json` prints it: "side_files" and "source"
+// (path and size of each file, as the mount shows them), and "models" for a folder that holds several.
+nlohmann::ordered_json folder_files_json(const ModelFolder& folder);
 
 // Pretty-printed with a final newline; bytes that are not UTF-8 (GGUF strings may hold any bytes) become U+FFFD.
 std::string render_json_file(const nlohmann::ordered_json& document);

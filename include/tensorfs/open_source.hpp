@@ -25,7 +25,15 @@ struct OpenedModel {
 // folder or with a SOURCE that names a file.
 OpenedModel open_model(const std::string& source, const std::string& model, const SourceOptions& options);
 
-// open_model's catalog, with no model picked: a folder of several models is refused (InvalidSource) naming them.
+// How a user picks one model of a folder that holds several.
+inline constexpr const char* kHowToPickAModel =
+    "pick one with --model PATH (-o model=PATH for a mount), or name its file as SOURCE";
+
+// open_model's catalog. Throws InvalidSource as open_model does, and for a folder of several models with none
+// picked, with one line naming them and how to pick one.
+Catalog chosen_model(const std::string& source, const std::string& model, const SourceOptions& options);
+
+// chosen_model with no model picked.
 Catalog open_catalog(const std::string& source, const SourceOptions& options = {});
 
 // What a mount shows of SOURCE: open_model's model and the files besides it (side files, source/), with the

@@ -75,6 +75,13 @@ public:
     // Drops this file's bytes from the disk cache (a checksum that did not match).
     virtual void evict_cached() const;
 
+    // A private (copy-on-write) mapping of the whole file, for handing its bytes to a reader as memory of its own
+    // without a copy (the Python module's arrays): its pages are the page cache's until written, and a write stays in
+    // this process's copy, never reaching the file. It stays mapped while the pointer or a copy of it lives. Like any
+    // mapping of the file, reading it past the end of a file truncated since raises SIGBUS. nullptr when the file
+    // cannot be mapped (remote objects, empty files).
+    virtual std::shared_ptr<char> map_copy_on_write() const;
+
 private:
     std::string name_;
     std::uint64_t size_;

@@ -29,4 +29,8 @@ void gather_strided(const std::vector<std::uint64_t>& shape, const std::vector<s
 void read_stored_blocks(const SourceFiles& files, const Tensor& tensor, std::uint64_t first_block,
                         std::uint64_t blocks, std::uint8_t* dst);
 
+// The same, with the tensor's raw bytes read by `read` (offsets relative to the tensor's first stored byte).
+void read_stored_blocks(const Tensor& tensor, std::uint64_t first_block, std::uint64_t blocks, const ReadRaw& read,
+                        std::uint8_t* dst);
+
 }  // namespace tensorfs

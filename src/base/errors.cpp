@@ -2,13 +2,10 @@
 
 namespace tensorfs {
 
-std::string Problem::line() const {
-    std::string text = "tensorfs: " + file + ": " + what;
-    if (at_byte) text += " (at byte " + std::to_string(*at_byte) + ")";
-    // Paths and names in a message may come from the source itself (an index's shard names): a control byte,
-    // a line break above all, is written as \xNN so that every problem stays one line.
+std::string single_line(std::string_view text) {
     static constexpr char kHex[] = "0123456789ABCDEF";
     std::string one_line;
+    one_line.reserve(text.size());
     for (const char c : text) {
         const auto byte = static_cast<unsigned char>(c);
         if (byte < 0x20 || byte == 0x7F) {
@@ -22,6 +19,13 @@ std::string Problem::line() const {
     return one_line;
 }
 
+std::string Problem::line() const {
+    std::string text = "tensorfs: " + file + ": " + what;
+    if (at_byte) text += " (at byte " + std::to_string(*at_byte) + ")";
+    // Paths and names in a message may come from the source itself (an index's shard names).
+    return single_line(text);
+}
+
 namespace {
 std::string first_line(const std::vector<Problem>& problems) {
     return problems.empty() ? std::string("invalid source") : problems.front().line();
@@ -33,6 +37,10 @@ InvalidSource::InvalidSource(std::vector<Problem> problems)
 
 void Problems::add(std::string file, std::string what, std::optional<std::uint64_t> at_byte) {
     list_.push_back(Problem{std::move(file), std::move(what), at_byte});
+}
+
+void Problems::add_missing(std::string file, std::string what) {
+    list_.push_back(Problem{std::move(file), std::move(what), std::nullopt, true});
 }
 
 void Problems::add_all(Problems&& other) {

@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <utility>
 
-#include "mount_options.hpp"
-#include "size_option.hpp"
-#include "suggestions.hpp"
+#include "fuse/mount_options.hpp"
+#include "remote/disk_cache_budget.hpp"
+#include "tensorfs/size_option.hpp"
+#include "tensorfs/suggestions.hpp"
 
 namespace tensorfs::cli {
 
@@ -65,7 +66,7 @@ std::string take_source_flags(const SplitArguments& split, SourceOptions& option
     if (const auto size = split.values.find("--disk-cache-size"); size != split.values.end()) {
         const auto bytes = parse_size(size->second);
         if (!bytes) return "bad --disk-cache-size '" + size->second + "' (e.g. 10G; 0 for none)";
-        if (std::string problem = disk_cache_size_problem("--disk-cache-size", size->second, *bytes);
+        if (std::string problem = remote::disk_cache_size_problem("--disk-cache-size", size->second, *bytes);
             !problem.empty()) {
             return problem;
         }

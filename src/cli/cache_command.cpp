@@ -19,8 +19,8 @@
 #include "commands.hpp"
 #include "hidden_secrets.hpp"
 #include "remote/disk_cache.hpp"
-#include "size_option.hpp"
-#include "suggestions.hpp"
+#include "tensorfs/suggestions.hpp"
+#include "tensorfs/size_option.hpp"
 #include "tensorfs/source_options.hpp"
 #include "text_output.hpp"
 

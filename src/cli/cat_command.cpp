@@ -10,8 +10,8 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "loaded_source.hpp"
-#include "suggestions.hpp"
+#include "tensorfs/suggestions.hpp"
+#include "tensorfs/loaded_source.hpp"
 #include "tensorfs/content.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/source_files.hpp"

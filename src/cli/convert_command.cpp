@@ -15,7 +15,7 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "loaded_source.hpp"
+#include "tensorfs/loaded_source.hpp"
 #include "progress_line.hpp"
 #include "replacing_file.hpp"
 #include "tensorfs/content.hpp"

@@ -9,8 +9,8 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "diff_compare.hpp"
-#include "diff_pairs.hpp"
+#include "compare/diff_compare.hpp"
+#include "compare/diff_pairs.hpp"
 #include "diff_report.hpp"
 #include "progress_line.hpp"
 #include "tensorfs/errors.hpp"
@@ -18,6 +18,8 @@
 
 namespace tensorfs::cli {
 namespace {
+
+using namespace compare;
 
 constexpr int kTrouble = 2;
 

@@ -2,19 +2,11 @@
 // exit status that sums it up (0: every paired value equal and nothing unpaired, 1: anything differs).
 #pragma once
 
-#include <string>
-#include <vector>
-
-#include "diff_compare.hpp"
+#include "compare/diff_rows.hpp"
 
 namespace tensorfs::cli {
 
-struct DiffReport {
-    const DiffSide& a;
-    const DiffSide& b;
-    NameMode names;
-    std::vector<PairResult> results;
-};
+using compare::DiffReport;
 
 enum class DiffFormat { Table, Json, Csv };
 

@@ -3,34 +3,20 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "loaded_source.hpp"
+#include "tensorfs/loaded_source.hpp"
 #include "source_hints.hpp"
 #include "metadata_text.hpp"
-#include "model_figures.hpp"
+#include "model_choice.hpp"
 #include "tensorfs/json_files.hpp"
+#include "tensorfs/model_figures.hpp"
 #include "tensorfs/open_source.hpp"
 #include "text_output.hpp"
 
 namespace tensorfs::cli {
 namespace {
 
-// model.json's keys with the figures inserted after "total_nbytes".
-nlohmann::ordered_json with_figures(const nlohmann::ordered_json& model, const ModelFigures& figures) {
-    nlohmann::ordered_json info;
-    for (const auto& [key, value] : model.items()) {
-        info[key] = value;
-        if (key == "total_nbytes") info.update(figures_json(figures));
-    }
-    return info;
-}
-
-// model.json as a mount with the default options shows it, with the figures.
-nlohmann::ordered_json info_json(const LoadedSource& source, const ModelFigures& figures) {
-    const ModelExport model_export(source.catalog, ExportDtype::Keep);
-    return with_figures(model_meta(source.catalog, source.tree, &model_export), figures);
-}
-
-// The same for a folder of several models: its mount's model.json names the candidates and how to pick one.
+// The model.json of a mount of a folder of several models (it names the candidates and how to pick one), with
+// the figures of no tensors.
 nlohmann::ordered_json several_models_json(const std::vector<ModelCandidate>& models) {
     const Catalog none;
     ModelFolder folder;
@@ -103,7 +89,7 @@ int info_command(const Arguments& args) {
     const ModelFigures figures = model_figures(source.catalog);
 
     if (split.has("--json")) {
-        std::fputs(render_json_file(info_json(source, figures)).c_str(), stdout);
+        std::fputs(render_json_file(info_json(source.catalog, source.tree, figures)).c_str(), stdout);
         return 0;
     }
     const std::string text =

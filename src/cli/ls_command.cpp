@@ -4,7 +4,8 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "loaded_source.hpp"
+#include "model_choice.hpp"
+#include "tensorfs/loaded_source.hpp"
 #include "source_hints.hpp"
 #include "tensorfs/json_files.hpp"
 #include "tensorfs/open_source.hpp"

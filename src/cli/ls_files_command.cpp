@@ -9,34 +9,11 @@
 #include "text_output.hpp"
 
 namespace tensorfs::cli {
-namespace {
-
-nlohmann::ordered_json listed(const std::vector<FolderFile>& files, const std::string& prefix) {
-    auto entries = nlohmann::ordered_json::array();
-    for (const auto& file : files) entries.push_back({{"path", prefix + file.path}, {"size", file.object->size()}});
-    return entries;
-}
-
-}  // namespace
 
 int ls_files(const std::string& source, const std::string& model, const SourceOptions& options, bool json) {
     const ModelFolder folder = open_source(source, model, options).folder;
     if (json) {
-        nlohmann::ordered_json document;
-        document["side_files"] = listed(folder.side_files, "");
-        document["source"] = listed(folder.source_files, "source/");
-        if (!folder.models.empty()) {
-            auto& models = document["models"] = nlohmann::ordered_json::array();
-            for (const auto& model : folder.models) models.push_back({{"path", model.path}, {"format", model.format}});
-        }
-        const auto problems = unopened_files(folder);
-        if (!problems.empty()) {
-            auto& listed_problems = document["problems"] = nlohmann::ordered_json::array();
-            for (const FolderFile* file : problems) {
-                listed_problems.push_back({{"path", file->path}, {"what", file->problem}});
-            }
-        }
-        std::fputs(render_json_file(document).c_str(), stdout);
+        std::fputs(render_json_file(folder_files_json(folder)).c_str(), stdout);
         return 0;
     }
     // Paths as they appear under the mount point, side files first (ls's order within each part).

@@ -6,10 +6,11 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "mount_options.hpp"
+#include "fuse/mount_options.hpp"
 #include "mountpoint_checks.hpp"
 #include "secrets_input.hpp"
-#include "suggestions.hpp"
+#include "tensorfs/size_option.hpp"
+#include "tensorfs/suggestions.hpp"
 #include "tensorfs/mount.hpp"
 
 namespace tensorfs::cli {

@@ -24,8 +24,8 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "loaded_source.hpp"
-#include "mount_options.hpp"
+#include "tensorfs/loaded_source.hpp"
+#include "fuse/mount_options.hpp"
 #include "progress_line.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/open_source.hpp"

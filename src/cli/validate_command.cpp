@@ -5,8 +5,8 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "model_choice.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/open_source.hpp"
 #include "tensorfs/tree.hpp"
 
 namespace tensorfs::cli {

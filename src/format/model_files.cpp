@@ -14,7 +14,7 @@ Catalog open_model_files(const SourceFolder& folder, const std::vector<std::stri
     for (auto& shard : read_shards(folder, names, reader)) {
         // A file that could not be opened has its own problem already (a server error, a refused token).
         if (shard.file == nullptr && shard.problems.empty()) {
-            problems.add(folder.name_of(shard.name), folder.missing(shard.name));
+            problems.add_missing(folder.name_of(shard.name), folder.missing(shard.name));
         }
         problems.add_all(std::move(shard.problems));
         if (shard.contents) {

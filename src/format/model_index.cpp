@@ -219,8 +219,8 @@ Catalog open_model_index(const SourceFolder& folder, const std::string& index_na
         auto& opened = read[shard];
         // A shard that could not be opened has its own problem already (a server error, a refused token).
         if (opened.file == nullptr && opened.problems.empty()) {
-            problems.add(index_path, "weight_map names shard " + safetensors::json_quoted(shards[shard]) +
-                                         ", which is not a file (" + folder.name_of(opened.name) + ")");
+            problems.add_missing(index_path, "weight_map names shard " + safetensors::json_quoted(shards[shard]) +
+                                                 ", which is not a file (" + folder.name_of(opened.name) + ")");
         }
         problems.add_all(std::move(opened.problems));
         if (opened.contents) {

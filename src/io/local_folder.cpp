@@ -85,6 +85,15 @@ public:
         return mapping_ + offset;
     }
 
+    std::shared_ptr<char> map_copy_on_write() const override {
+        if (size() == 0) return nullptr;
+        const auto length = static_cast<std::size_t>(size());
+        // No swap is reserved for pages nobody writes: a mapping of a model is mostly never written.
+        void* mapping = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd_, 0);
+        if (mapping == MAP_FAILED) return nullptr;
+        return std::shared_ptr<char>(static_cast<char*>(mapping), [length](char* at) { ::munmap(at, length); });
+    }
+
     void forget_mapped(std::uint64_t offset, std::size_t length) const override {
         if (mapping_ == nullptr || length < kForgetAtLeast) return;
         // Only whole pages inside the range: its edges may be shared with a neighbouring read in flight.

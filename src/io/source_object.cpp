@@ -24,13 +24,15 @@ std::optional<SourceObject::ChecksumCheck> SourceObject::check_published_checksu
 
 void SourceObject::evict_cached() const {}
 
+std::shared_ptr<char> SourceObject::map_copy_on_write() const { return nullptr; }
+
 std::string SourceFolder::missing(const std::string&) const { return "no such file"; }
 
 std::shared_ptr<const SourceObject> SourceFolder::open(const std::string& relative) const {
     auto object = open_if_exists(relative);
     if (object == nullptr) {
         Problems problems;
-        problems.add(name_of(relative), missing(relative));
+        problems.add_missing(name_of(relative), missing(relative));
         problems.throw_if_any();
     }
     return object;

@@ -28,6 +28,13 @@ constexpr int kMaxListingPages = 1000;
     throw InvalidSource({});  // unreachable: throw_if_any threw
 }
 
+[[noreturn]] void refuse_missing(const std::string& name, const std::string& what) {
+    Problems problems;
+    problems.add_missing(name, what);
+    problems.throw_if_any();
+    throw InvalidSource({});  // unreachable: throw_if_any threw
+}
+
 std::string trimmed(std::string text) {
     const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
     while (!text.empty() && space(text.back())) text.pop_back();
@@ -145,7 +152,8 @@ std::vector<nlohmann::json> hub_tree(RemoteContext& context, const std::string& 
         }
         const std::string answered = " (" + without_credentials(response.url) + ")";
         if (response.status == 404) {
-            refuse(name, "no such repository, revision or folder on the Hub: " + response.status_text() + answered);
+            refuse_missing(name,
+                           "no such repository, revision or folder on the Hub: " + response.status_text() + answered);
         }
         if (response.overflow) refuse(name, "the Hub's listing is larger than 64 MiB" + answered);
         if (!response.ok()) refuse(name, context.refusal(response));
@@ -202,7 +210,7 @@ private:
         }
         const std::string answered = " (" + without_credentials(response.url) + ")";
         if (response.status == 404) {
-            refuse(name, "no such repository or revision on the Hub: " + response.status_text() + answered);
+            refuse_missing(name, "no such repository or revision on the Hub: " + response.status_text() + answered);
         }
         if (response.overflow) refuse(name, "the Hub's answer about the revision is larger than 64 MiB" + answered);
         if (!response.ok()) refuse(name, context_->refusal(response));

@@ -33,7 +33,11 @@ ResolvedSource resolve_local(const std::string& source) {
     const fs::path path(source);
     std::error_code error;
     const auto status = fs::status(path, error);
-    if (error || !fs::exists(status)) refuse(source, "no such file or folder");
+    if (error || !fs::exists(status)) {
+        Problems problems;
+        problems.add_missing(source, "no such file or folder");
+        problems.throw_if_any();
+    }
     if (fs::is_directory(status)) return {std::make_unique<LocalFolder>(path), {}};
     if (!fs::is_regular_file(status)) refuse(source, "not a regular file or folder");
     return {std::make_unique<LocalFolder>(path.parent_path()), path.filename().string()};
@@ -105,15 +109,19 @@ OpenedModel open_model(const std::string& source, const std::string& model, cons
     return model_of(resolve(source, options), source, model);
 }
 
-Catalog open_catalog(const std::string& source, const SourceOptions& options) {
-    OpenedModel opened = open_model(source, "", options);
+Catalog chosen_model(const std::string& source, const std::string& model, const SourceOptions& options) {
+    OpenedModel opened = open_model(source, model, options);
     if (!opened.catalog) {
         std::string paths;
         for (const auto& candidate : opened.models) paths += (paths.empty() ? "" : ", ") + candidate.path;
-        refuse(shown_source(source), "holds " + std::to_string(opened.models.size()) + " models (" + paths +
-                                         "); pick one by its path in the folder (model=PATH), or name its file");
+        refuse(shown_source(source), "holds " + std::to_string(opened.models.size()) + " models (" + paths + "); " +
+                                         kHowToPickAModel);
     }
     return std::move(*opened.catalog);
+}
+
+Catalog open_catalog(const std::string& source, const SourceOptions& options) {
+    return chosen_model(source, "", options);
 }
 
 OpenedSource open_source(const std::string& source, const std::string& model, const SourceOptions& options) {

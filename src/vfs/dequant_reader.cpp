@@ -7,7 +7,7 @@
 #include <chrono>
 #include <thread>
 
-#include "tensorfs/f32_to_16.hpp"
+#include "tensorfs/decode_view.hpp"
 #include "tensorfs/stored_blocks.hpp"
 
 namespace tensorfs {
@@ -20,10 +20,6 @@ constexpr std::uint64_t kChunksPerBudget = 16;
 // per place: its chunks are made up to this many times larger (a quarter of the cache at most), so that each read
 // takes more of the bytes around it.
 constexpr std::size_t kStridedChunkFactor = 16;
-
-// A 16-bit view decodes this many values at a time into a float32 buffer that stays in the L1 cache, and rounds
-// them from there.
-constexpr std::uint64_t kNarrowedAtOnce = 4096;
 
 // next_chunk_ of a stream that has not been read.
 constexpr std::uint64_t kNoReadYet = UINT64_MAX;
@@ -130,21 +126,7 @@ void DequantReader::decode(std::uint32_t index, ValueView view, std::uint64_t ch
     read_stored_blocks(files_, tensor, first_block, blocks, stored.data());
 
     const auto started = std::chrono::steady_clock::now();
-    const DequantKernel kernel = active_kernel(type);
-    if (view == ValueView::F32) {
-        kernel(stored.data(), blocks, values);
-    } else {
-        const NarrowKernel narrow = view == ValueView::BF16 ? active_bf16_kernel() : active_f16_kernel();
-        auto* narrowed = reinterpret_cast<std::uint16_t*>(values);
-        const std::uint64_t blocks_at_once = std::max<std::uint64_t>(1, kNarrowedAtOnce / type.block_elements);
-        thread_local std::vector<float> decoded;
-        decoded.resize(blocks_at_once * type.block_elements);
-        for (std::uint64_t block = 0; block < blocks; block += blocks_at_once) {
-            const std::uint64_t count = std::min(blocks_at_once, blocks - block);
-            kernel(stored.data() + block * type.block_bytes, count, decoded.data());
-            narrow(decoded.data(), count * type.block_elements, narrowed + block * type.block_elements);
-        }
-    }
+    decode_blocks(type, stored.data(), blocks, view, values);
     const auto elapsed = std::chrono::steady_clock::now() - started;
     stats_.decode_nanoseconds.add(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
     stats_.bytes_decoded.add(blocks * type.block_elements * 4);

@@ -47,6 +47,12 @@ void add_problems(nlohmann::ordered_json& model, const ModelFolder& folder) {
     for (const FolderFile* file : unopened) problems.push_back({{"path", file->path}, {"what", file->problem}});
 }
 
+nlohmann::ordered_json listed(const std::vector<FolderFile>& files, const std::string& prefix) {
+    auto entries = nlohmann::ordered_json::array();
+    for (const auto& file : files) entries.push_back({{"path", prefix + file.path}, {"size", file.object->size()}});
+    return entries;
+}
+
 }  // namespace
 
 nlohmann::ordered_json model_meta(const Catalog& catalog, const Tree& tree, const ModelExport* model_export) {
@@ -69,6 +75,18 @@ nlohmann::ordered_json model_meta(const Catalog& catalog, const Tree& tree, cons
     if (tree.folder() != nullptr && !tree.folder()->models.empty()) add_models(model, tree.folder()->models);
     if (tree.folder() != nullptr) add_problems(model, *tree.folder());
     return model;
+}
+
+nlohmann::ordered_json folder_files_json(const ModelFolder& folder) {
+    nlohmann::ordered_json document;
+    document["side_files"] = listed(folder.side_files, "");
+    document["source"] = listed(folder.source_files, "source/");
+    if (!folder.models.empty()) {
+        auto& models = document["models"] = nlohmann::ordered_json::array();
+        for (const auto& model : folder.models) models.push_back({{"path", model.path}, {"format", model.format}});
+    }
+    add_problems(document, folder);
+    return document;
 }
 
 std::string render_json_file(const nlohmann::ordered_json& document) {

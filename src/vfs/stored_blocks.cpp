@@ -250,13 +250,19 @@ void gather_strided(const std::vector<std::uint64_t>& shape, const std::vector<s
 
 void read_stored_blocks(const SourceFiles& files, const Tensor& tensor, std::uint64_t first_block,
                         std::uint64_t blocks, std::uint8_t* dst) {
-    const std::uint64_t block_bytes = tensor.type->block_bytes;
-    if (!tensor.strided()) return files.read_of_tensor(tensor, tensor.offset + first_block * block_bytes,
-                                                       static_cast<std::size_t>(blocks * block_bytes), dst);
-    // Strided views are PyTorch tensors, whose blocks are single elements.
     const ReadRaw read = [&](std::uint64_t offset, std::size_t length, void* into) {
         files.read_of_tensor(tensor, tensor.offset + offset, length, into);
     };
+    read_stored_blocks(tensor, first_block, blocks, read, dst);
+}
+
+void read_stored_blocks(const Tensor& tensor, std::uint64_t first_block, std::uint64_t blocks, const ReadRaw& read,
+                        std::uint8_t* dst) {
+    const std::uint64_t block_bytes = tensor.type->block_bytes;
+    if (!tensor.strided()) {
+        return read(first_block * block_bytes, static_cast<std::size_t>(blocks * block_bytes), dst);
+    }
+    // Strided views are PyTorch tensors, whose blocks are single elements.
     gather_strided(tensor.shape, tensor.stride, static_cast<std::size_t>(block_bytes), first_block, blocks, read, dst);
 }
 

@@ -3,8 +3,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include "cli/metadata_text.hpp"
-#include "cli/mount_options.hpp"
-#include "cli/size_option.hpp"
+#include "fuse/mount_options.hpp"
+#include "tensorfs/size_option.hpp"
 #include "cli/text_output.hpp"
 
 using namespace tensorfs;

@@ -8,11 +8,11 @@
 #include <random>
 #include <vector>
 
-#include "cli/diff_gguf_names.hpp"
-#include "cli/diff_metrics.hpp"
-#include "cli/diff_permutation.hpp"
+#include "compare/diff_gguf_names.hpp"
+#include "compare/diff_metrics.hpp"
+#include "compare/diff_permutation.hpp"
 
-using namespace tensorfs::cli;
+using namespace tensorfs::compare;
 
 namespace {
 

@@ -1,0 +1,41 @@
+// A tensor's elements written straight into memory its reader owns (the Python module's arrays), as stored or as one
+// of the value views: decoded from whole blocks into their place, with no decoded-chunk cache and no copy of the
+// output between.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "tensorfs/catalog.hpp"
+#include "tensorfs/source_files.hpp"
+#include "tensorfs/value_view.hpp"
+
+namespace tensorfs {
+
+// How the stored bytes are fetched from a remote file.
+enum class Fetch : std::uint8_t {
+    Stream,  // whole tensors read in order: the file reads ahead of the reader (SourceFiles::read_of_tensor)
+    Exact,   // parts of tensors (a slice's rows): exactly the bytes asked, nothing ahead
+};
+
+// Writes elements [first, first + count) of `tensor` (in C order) to `out`: with no `view`, its stored elements
+// (types of one element per block; a strided view gathered into C order); else their values in `view`, the whole
+// blocks decoded into place and a partial block at either end through a buffer of one block. Throws IoError.
+void write_elements(const SourceFiles& files, const Tensor& tensor, std::optional<ValueView> view,
+                    std::uint64_t first, std::uint64_t count, void* out, Fetch fetch);
+
+// One whole tensor to write: catalog index, view (as for write_elements) and where its elements go.
+struct TensorOutput {
+    std::uint32_t tensor;
+    std::optional<ValueView> view;
+    void* out;
+};
+
+// Writes whole tensors, cut into pieces that up to `threads` threads write at once, in the order of the outputs
+// (so in the source's order when the outputs are), fetched as Fetch::Stream. When a piece fails, the others still
+// run; then the first failure is thrown (IoError).
+void write_tensors(const Catalog& catalog, const SourceFiles& files, std::span<const TensorOutput> outputs,
+                   unsigned threads);
+
+}  // namespace tensorfs

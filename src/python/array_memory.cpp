@@ -1,0 +1,72 @@
+#include "array_memory.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <mutex>
+#include <vector>
+
+namespace tensorfs::python {
+namespace {
+
+// Released memory kept for reuse, at most: a few of a large model's largest tensors.
+constexpr std::size_t kKeptBytes = std::size_t{1} << 30;
+
+class Mappings {
+public:
+    char* take(std::size_t length) {
+        {
+            const std::lock_guard lock(mutex_);
+            for (auto kept = kept_.begin(); kept != kept_.end(); ++kept) {
+                if (kept->length != length) continue;
+                char* at = kept->at;
+                kept_bytes_ -= length;
+                kept_.erase(kept);
+                return at;
+            }
+        }
+        void* at = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (at == MAP_FAILED) return nullptr;
+        ::madvise(at, length, MADV_NOHUGEPAGE);
+        return static_cast<char*>(at);
+    }
+
+    void give_back(char* at, std::size_t length) {
+        {
+            const std::lock_guard lock(mutex_);
+            if (kept_bytes_ + length <= kKeptBytes && ::madvise(at, length, MADV_FREE) == 0) {
+                kept_.push_back(Kept{at, length});
+                kept_bytes_ += length;
+                return;
+            }
+        }
+        ::munmap(at, length);
+    }
+
+private:
+    struct Kept {
+        char* at;
+        std::size_t length;
+    };
+    std::mutex mutex_;
+    std::vector<Kept> kept_;
+    std::size_t kept_bytes_ = 0;
+};
+
+// Never destroyed: arrays may be released after the module's statics are gone (at the interpreter's exit).
+Mappings& mappings() {
+    static auto* process = new Mappings;
+    return *process;
+}
+
+}  // namespace
+
+std::shared_ptr<char> array_memory(std::size_t bytes) {
+    static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t length = (bytes + page - 1) / page * page;
+    char* at = mappings().take(length);
+    if (at == nullptr) return nullptr;
+    return std::shared_ptr<char>(at, [length](char* memory) { mappings().give_back(memory, length); });
+}
+
+}  // namespace tensorfs::python

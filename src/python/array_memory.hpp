@@ -1,0 +1,23 @@
+// Memory for the large arrays the module writes. Each is an anonymous mapping of 4 KiB pages; when its array is
+// released, the mapping is kept for the next array of the same size (its pages marked MADV_FREE, which the kernel
+// may take back under pressure), up to a bound. A reader that takes a tensor, uses it and drops it before taking the
+// next (a conversion, a quantizer, a checksum) then has the next one decoded into pages it already has: the first
+// touch of new pages, which the kernel must zero, took 72% of such a loop over a Q4_K GGUF (perf, clear_page_erms),
+// five times the decoding. 4 KiB pages, not transparent huge ones: on this machine's VM a huge page's first touch
+// costs several times as much (docs/benchmarks.md, section "Python").
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace tensorfs::python {
+
+// Arrays of at least this many bytes get their memory here; smaller ones are the framework's own.
+inline constexpr std::size_t kLargeArray = std::size_t{4} << 20;
+
+// `bytes` (at least kLargeArray) of memory, kept while the pointer or a copy of it lives; its contents are
+// unspecified (old bytes of a released array, or zeros). nullptr when the mapping fails (the framework's allocator
+// is used instead).
+std::shared_ptr<char> array_memory(std::size_t bytes);
+
+}  // namespace tensorfs::python

@@ -1,0 +1,123 @@
+#include "array_plan.hpp"
+
+#include <array>
+
+#include "tensorfs/safetensors_dtypes.hpp"
+
+namespace tensorfs::python {
+namespace {
+
+// How each safetensors dtype (and PyTorch's complex128, which safetensors lacks) is an array: numpy's dtype ("" when
+// numpy has none), and torch's (an attribute of torch, which a given torch may lack) with the numpy dtype of the
+// same width that carries its bytes into torch.from_numpy.
+struct DtypeRow {
+    std::string_view safetensors;
+    std::string_view numpy;
+    std::string_view torch;
+    std::string_view torch_carrier;
+    std::size_t bytes;
+};
+
+constexpr std::array<DtypeRow, 20> kDtypes{{
+    {"F64", "<f8", "float64", "<f8", 8},
+    {"F32", "<f4", "float32", "<f4", 4},
+    {"F16", "<f2", "float16", "<f2", 2},
+    {"BF16", "", "bfloat16", "<i2", 2},
+    {"I64", "<i8", "int64", "<i8", 8},
+    {"I32", "<i4", "int32", "<i4", 4},
+    {"I16", "<i2", "int16", "<i2", 2},
+    {"I8", "|i1", "int8", "|i1", 1},
+    {"U8", "|u1", "uint8", "|u1", 1},
+    {"BOOL", "|b1", "bool", "|b1", 1},
+    {"U16", "<u2", "uint16", "<i2", 2},
+    {"U32", "<u4", "uint32", "<i4", 4},
+    {"U64", "<u8", "uint64", "<i8", 8},
+    {"C64", "<c8", "complex64", "<c8", 8},
+    {"complex128", "<c16", "complex128", "<c16", 16},
+    {"F8_E4M3", "", "float8_e4m3fn", "|u1", 1},
+    {"F8_E5M2", "", "float8_e5m2", "|u1", 1},
+    {"F8_E4M3FNUZ", "", "float8_e4m3fnuz", "|u1", 1},
+    {"F8_E5M2FNUZ", "", "float8_e5m2fnuz", "|u1", 1},
+    {"F8_E8M0", "", "float8_e8m0fnu", "|u1", 1},
+}};
+
+const DtypeRow* row_of(std::string_view safetensors) {
+    for (const DtypeRow& row : kDtypes) {
+        if (row.safetensors == safetensors) return &row;
+    }
+    return nullptr;
+}
+
+// The array for `row`'s elements in `framework`, when the framework has that dtype.
+std::optional<ArrayPlan> as_stored(const DtypeRow* row, Framework framework, const TorchHas& torch_has) {
+    if (row == nullptr) return std::nullopt;
+    ArrayPlan plan;
+    plan.item_bytes = row->bytes;
+    if (framework == Framework::Numpy) {
+        if (row->numpy.empty()) return std::nullopt;
+        plan.numpy_dtype = row->numpy;
+        return plan;
+    }
+    if (!torch_has(row->torch)) return std::nullopt;
+    plan.numpy_dtype = row->torch_carrier;
+    plan.torch_dtype = row->torch;
+    return plan;
+}
+
+// The array of a value view. numpy has no bfloat16: its bits come as uint16, as dequant.bf16 holds them.
+ArrayPlan as_view(ValueView view, Framework framework) {
+    ArrayPlan plan;
+    plan.view = view;
+    plan.item_bytes = bytes_per_value(view);
+    const bool torch = framework == Framework::Torch;
+    switch (view) {
+        case ValueView::F32:
+            plan.numpy_dtype = "<f4";
+            plan.torch_dtype = torch ? "float32" : "";
+            break;
+        case ValueView::F16:
+            plan.numpy_dtype = "<f2";
+            plan.torch_dtype = torch ? "float16" : "";
+            break;
+        case ValueView::BF16:
+            plan.numpy_dtype = torch ? "<i2" : "<u2";
+            plan.torch_dtype = torch ? "bfloat16" : "";
+            break;
+    }
+    return plan;
+}
+
+}  // namespace
+
+std::optional<Framework> framework_named(std::string_view name) {
+    if (name == "pt" || name == "torch") return Framework::Torch;
+    if (name == "np" || name == "numpy") return Framework::Numpy;
+    return std::nullopt;
+}
+
+std::optional<ArrayPlan> plan_array(const Tensor& tensor, Framework framework, std::optional<ValueView> requested,
+                                    const TorchHas& torch_has) {
+    const TypeTraits& type = *tensor.type;
+    const auto safetensors = safetensors_dtype_of(type);
+    const DtypeRow* row = row_of(safetensors.value_or(type.name));
+    const bool keeps_its_dtype = !requested || !type.has_dequant() || is_integer_dtype(safetensors.value_or(""));
+    if (keeps_its_dtype) {
+        if (auto stored = as_stored(row, framework, torch_has)) return stored;
+        if (!type.has_dequant()) return std::nullopt;
+        // No dtype of the framework for it (torch 1.13's missing uint16): the values asked for, else float32.
+        return as_view(requested.value_or(ValueView::F32), framework);
+    }
+    // A floating tensor already stored in the asked encoding is its stored bytes, as the mount's view serves them.
+    if (view_stored_as(type) == *requested && tensor.raw_in_c_order) {
+        ArrayPlan plan = as_view(*requested, framework);
+        plan.view.reset();
+        return plan;
+    }
+    return as_view(*requested, framework);
+}
+
+std::string stored_dtype_name(const Tensor& tensor) {
+    return std::string(safetensors_dtype_of(*tensor.type).value_or(tensor.type->name));
+}
+
+}  // namespace tensorfs::python

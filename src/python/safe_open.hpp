@@ -1,0 +1,62 @@
+// The object tensorfs.safe_open returns, and the one its get_slice returns: safetensors' safe_open and
+// PySafeSlice, for any SOURCE. A closed handle raises ValueError, as a closed file does.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <pybind11/pybind11.h>
+
+#include "opened_model.hpp"
+#include "tensor_reader.hpp"
+
+namespace tensorfs::python {
+
+class SafeOpen {
+public:
+    SafeOpen(std::shared_ptr<const OpenedModel> model, Framework framework, std::optional<ValueView> dtype,
+             std::string device);
+
+    pybind11::list keys() const;
+    pybind11::object metadata() const;
+    pybind11::object get_tensor(const pybind11::handle& name) const;
+    pybind11::bytes raw(const pybind11::handle& name) const;
+    pybind11::list files() const;
+    void close();
+    std::string repr() const;
+
+    // The opened model (ValueError when closed) and the index of the tensor `name` (KeyError when unknown).
+    std::shared_ptr<const OpenedModel> model() const;
+    std::uint32_t index_of(const OpenedModel& model, const pybind11::handle& name) const;
+    // A reader for this handle's framework and dtype.
+    TensorReader reader() const;
+    // A tensor as the caller gets it: moved to the handle's device when that is not the CPU.
+    pybind11::object on_device(pybind11::object tensor) const;
+
+private:
+    mutable std::mutex mutex_;
+    std::shared_ptr<const OpenedModel> model_;   // nullptr once closed
+    Framework framework_;
+    std::optional<ValueView> dtype_;
+    std::string device_;
+};
+
+// get_slice(name): the tensor's shape and dtype, and `[key]` to read a part of it.
+class Slice {
+public:
+    Slice(pybind11::object handle, std::uint32_t tensor);
+
+    pybind11::list get_shape() const;
+    std::string get_dtype() const;
+    pybind11::object getitem(const pybind11::handle& key) const;
+
+private:
+    const SafeOpen& handle() const { return handle_.cast<const SafeOpen&>(); }
+
+    pybind11::object handle_;   // the SafeOpen, kept alive: a slice of a closed handle raises ValueError
+    std::uint32_t tensor_;
+};
+
+}  // namespace tensorfs::python

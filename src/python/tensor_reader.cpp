@@ -1,0 +1,138 @@
+#include "tensor_reader.hpp"
+
+#include <algorithm>
+
+#include "format/in_parallel.hpp"
+#include "python_errors.hpp"
+#include "python_values.hpp"
+#include "tensorfs/errors.hpp"
+#include "tensorfs/tensor_values.hpp"
+
+namespace py = pybind11;
+
+namespace tensorfs::python {
+namespace {
+
+// Output bytes load() writes between two returns to Python (to check for Ctrl-C): enough for every thread to stream.
+constexpr std::uint64_t kBatchBytes = std::uint64_t{1} << 30;
+// Output bytes of one piece of a slice: one exact request each, several in flight.
+constexpr std::uint64_t kPieceBytes = std::uint64_t{4} << 20;
+
+std::uint64_t output_bytes(const Tensor& tensor, const ArrayPlan& plan) { return tensor.elements * plan.item_bytes; }
+
+}  // namespace
+
+TensorReader::TensorReader(std::shared_ptr<const OpenedModel> model, Framework framework,
+                           std::optional<ValueView> dtype)
+    : model_(std::move(model)), maker_(framework), dtype_(dtype) {}
+
+ArrayPlan TensorReader::plan(std::uint32_t tensor) const {
+    const Tensor& t = model_->catalog().tensors[tensor];
+    if (auto plan = maker_.plan(t, dtype_)) return *plan;
+    raise_error(single_line(t.name) + ": its dtype " + std::string(t.type->name) + " has no float32 values and no " +
+                (maker_.framework() == Framework::Torch ? "torch" : "numpy") + " dtype; raw() gives its bytes");
+}
+
+std::optional<py::object> TensorReader::mapped(std::uint32_t tensor, const ArrayPlan& plan, std::uint64_t first,
+                                              std::uint64_t count, const std::vector<std::uint64_t>& shape) const {
+    const Tensor& t = model_->catalog().tensors[tensor];
+    if (plan.view || !t.raw_in_c_order || count == 0) return std::nullopt;
+    const std::shared_ptr<char> mapping = model_->mapping(t.file);
+    if (!mapping) return std::nullopt;
+    const std::uint64_t offset = t.offset + first * plan.item_bytes;
+    const std::size_t length = static_cast<std::size_t>(count * plan.item_bytes);
+    // Throws IoError when the file is now shorter than these bytes: touching them would raise SIGBUS.
+    (void)model_->files().mapped(t.file, offset, length);
+    const char* bytes = mapping.get() + offset;
+    // numpy and torch want each element at an address that is a multiple of its size.
+    if (reinterpret_cast<std::uintptr_t>(bytes) % plan.item_bytes != 0) return std::nullopt;
+    return maker_.over(plan, shape, mapping, bytes);
+}
+
+py::object TensorReader::whole(std::uint32_t tensor) const {
+    const ArrayPlan plan = this->plan(tensor);
+    const Tensor& t = model_->catalog().tensors[tensor];
+    if (auto array = mapped(tensor, plan, 0, t.elements, t.shape)) return *array;
+    ArrayMaker::Allocated array = maker_.allocate(plan, t.shape);
+    const TensorOutput output{tensor, plan.view, array.data};
+    {
+        const py::gil_scoped_release unlocked;
+        write_tensors(model_->catalog(), model_->files(), {&output, 1}, model_->threads());
+    }
+    return array.array;
+}
+
+py::dict TensorReader::many(const std::vector<std::uint32_t>& tensors) const {
+    std::vector<std::pair<std::uint32_t, py::object>> arrays;
+    arrays.reserve(tensors.size());
+    std::vector<TensorOutput> batch;
+    std::uint64_t batch_bytes = 0;
+    const auto write_batch = [&] {
+        {
+            const py::gil_scoped_release unlocked;
+            write_tensors(model_->catalog(), model_->files(), batch, model_->threads());
+        }
+        batch.clear();
+        batch_bytes = 0;
+        if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    };
+    for (const std::uint32_t tensor : tensors) {
+        const ArrayPlan plan = this->plan(tensor);
+        const Tensor& t = model_->catalog().tensors[tensor];
+        if (auto array = mapped(tensor, plan, 0, t.elements, t.shape)) {
+            arrays.emplace_back(tensor, std::move(*array));
+            continue;
+        }
+        ArrayMaker::Allocated array = maker_.allocate(plan, t.shape);
+        batch.push_back(TensorOutput{tensor, plan.view, array.data});
+        batch_bytes += output_bytes(t, plan);
+        arrays.emplace_back(tensor, std::move(array.array));
+        if (batch_bytes >= kBatchBytes) write_batch();
+    }
+    if (!batch.empty()) write_batch();
+    py::dict result;
+    for (auto& [tensor, array] : arrays) result[name_to_python(model_->catalog().tensors[tensor].name)] = array;
+    return result;
+}
+
+py::object TensorReader::part(std::uint32_t tensor, const Selection& selection) const {
+    const ArrayPlan plan = this->plan(tensor);
+    if (selection.runs.size() == 1 && selection.runs.front().repeat == 1) {
+        const ElementRun& run = selection.runs.front();
+        if (auto array = mapped(tensor, plan, run.first, run.count, selection.shape)) return *array;
+    }
+    ArrayMaker::Allocated array = maker_.allocate(plan, selection.shape);
+    // Pieces of at most kPieceBytes, cut at the tensor's block borders, each written where it goes in the array.
+    struct Piece {
+        std::uint64_t first;
+        std::uint64_t count;
+        char* out;
+    };
+    const Tensor& t = model_->catalog().tensors[tensor];
+    const std::uint64_t per_block = t.type->block_elements;
+    const std::uint64_t per_piece = std::max<std::uint64_t>(1, kPieceBytes / plan.item_bytes / per_block) * per_block;
+    std::vector<Piece> pieces;
+    char* out = static_cast<char*>(array.data);
+    for (const ElementRun& run : selection.runs) {
+        for (std::uint64_t r = 0; r < run.repeat; ++r) {
+            const std::uint64_t begin = run.first + r * run.stride;
+            const std::uint64_t end = begin + run.count;
+            for (std::uint64_t at = begin; at < end;) {
+                const std::uint64_t border = std::min(end, (at / per_piece + 1) * per_piece);
+                pieces.push_back(Piece{at, border - at, out});
+                out += (border - at) * plan.item_bytes;
+                at = border;
+            }
+        }
+    }
+    {
+        const py::gil_scoped_release unlocked;
+        in_parallel(pieces.size(), model_->threads(), [&](std::size_t index) {
+            const Piece& piece = pieces[index];
+            write_elements(model_->files(), t, plan.view, piece.first, piece.count, piece.out, Fetch::Exact);
+        });
+    }
+    return array.array;
+}
+
+}  // namespace tensorfs::python

@@ -1,0 +1,175 @@
+"""What a tensorfs.safe_open handle and the module's functions give, against the command's own answers: metadata,
+files(), info() (= `tensorfs info --json`), diff() (= `tensorfs diff --json`), slices against whole tensors,
+arrays with no copy over the file (and no warning from torch), eight threads on one handle, dtypes, model=, and
+help(tensorfs)."""
+import concurrent.futures
+import importlib.metadata
+import json
+import os
+import pydoc
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import tensorfs
+from mount_compare import array_bytes
+from safetensors_files import write_safetensors
+from tensorfs_mount import VECTORS, read_file, run
+
+MIXED = os.path.join(VECTORS, "gguf", "mixed.gguf")
+SHARDED = os.path.join(VECTORS, "safetensors", "sharded", "model.safetensors.index.json")
+ALL_DTYPES = os.path.join(VECTORS, "safetensors", "all_dtypes.safetensors")
+SPLIT = os.path.join(VECTORS, "gguf", "split", "tiny-llama-Q4_K_M-00001-of-00003.gguf")
+TINY = os.path.join(VECTORS, "gguf", "tiny-llama-Q4_K_M.gguf")
+
+
+def command_json(*args):
+    result = run(*args)
+    assert result.returncode in (0, 1), result.stderr
+    return result.stdout
+
+
+def test_metadata_as_safetensors_gives_it(tmp_path):
+    with tensorfs.safe_open(SHARDED) as f:
+        info = json.loads(command_json("info", "--json", SHARDED))
+        expected = {k: v if isinstance(v, str) else json.dumps(v) for k, v in info["metadata"].items()}
+        assert f.metadata() == expected and f.metadata()["format"] == "pt"
+    with tensorfs.safe_open(MIXED) as f:
+        metadata = f.metadata()
+        info = json.loads(command_json("info", "--json", MIXED))["metadata"]
+        assert list(metadata) == list(info)
+        for key, value in info.items():
+            assert metadata[key] == value if isinstance(value, str) else json.loads(metadata[key]) == value, key
+    plain = str(tmp_path / "plain.safetensors")
+    write_safetensors(plain, [("x", "F32", [2], np.array([1, 2], "<f4").tobytes())])
+    with tensorfs.safe_open(plain) as f:
+        assert f.metadata() is None
+
+
+def test_info_files_and_diff_are_the_commands():
+    for source in (MIXED, SHARDED, SPLIT):
+        assert tensorfs.info(source) == json.loads(command_json("info", "--json", source))
+        listing = json.loads(command_json("ls", "--files", "--json", source))
+        with tensorfs.safe_open(source) as f:
+            assert f.files() == listing["side_files"] + listing["source"]
+    for a, b, kwargs, flags in ((TINY, SPLIT, {}, []), (SHARDED, TINY, {"names": "auto"}, []),
+                                (MIXED, MIXED, {"tensors": "blk.0.q*"}, ["--tensors", "blk.0.q*"])):
+        rows = [json.loads(line) for line in command_json("diff", "--json", *flags, a, b).splitlines()]
+        assert tensorfs.diff(a, b, **kwargs) == rows
+        assert rows[-1]["kind"] == "summary"
+
+
+def test_slices_are_the_parts_of_whole_tensors():
+    keys = [0, -1, 1, slice(None), slice(1, None), slice(0, 2), slice(None, None, 2), (slice(None), slice(3, 40)),
+            (..., slice(100, 300, 7)), (1, slice(250, 260)), (-2, -1), (slice(0, 3, 2), ...), (), ...,
+            (slice(2, 1),), (slice(None), slice(5, 5))]
+    for framework in ("np", "pt"):
+        for dtype in (None, "bf16"):
+            with tensorfs.safe_open(MIXED, framework=framework, dtype=dtype) as f:
+                for name in f.keys():
+                    whole = f.get_tensor(name)
+                    part = f.get_slice(name)
+                    assert part.get_shape() == list(whole.shape)
+                    for key in keys if whole.ndim == 2 else [0, slice(1, 3), ...]:
+                        got, expected = part[key], whole[key]
+                        assert tuple(got.shape) == tuple(expected.shape), (name, key)
+                        assert got.dtype == expected.dtype
+                        assert array_bytes(got) == array_bytes(expected), (name, key)
+    with tensorfs.safe_open(MIXED) as f:
+        assert f.get_slice("blk.0.q4_k.weight").get_dtype() == "Q4_K"
+        assert f.get_slice("blk.0.bf16.weight").get_dtype() == "BF16"
+        assert f.get_slice("blk.0.f32.weight").get_dtype() == "F32"
+    with tensorfs.safe_open(ALL_DTYPES) as f:
+        assert f.get_slice("dtype.u16").get_dtype() == "U16"
+        assert f.get_slice("scalar.f32")[...].shape == ()
+
+
+def mapping_of(address):
+    """The path of the mapping of this process that holds `address`, or None."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            begin, end = (int(x, 16) for x in fields[0].split("-"))
+            if begin <= address < end:
+                return fields[5] if len(fields) > 5 else ""
+    return None
+
+
+def test_local_tensors_in_their_stored_dtype_are_the_files_pages(tmp_path):
+    source = str(tmp_path / "copy.gguf")
+    shutil.copy(MIXED, source)
+    original = read_file(source)
+    with tensorfs.safe_open(source, framework="np") as f:
+        array = f.get_tensor("blk.0.f32.weight")
+        assert mapping_of(array.ctypes.data) == source
+        assert not array.flags.writeable
+        rows = f.get_slice("blk.0.f32.weight")[1:3]
+        assert mapping_of(rows.ctypes.data) == source and np.array_equal(rows, array[1:3])
+        decoded = f.get_tensor("blk.0.q4_k.weight")   # decoded: an array of its own
+        assert mapping_of(decoded.ctypes.data) != source and decoded.flags.writeable
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # torch warns about tensors over read-only memory: there must be none
+        with tensorfs.safe_open(source, framework="pt") as f:
+            tensors = [f.get_tensor("blk.0.f32.weight") for _ in range(3)]
+            bf16 = f.get_tensor("blk.0.bf16.weight")
+            assert bf16.dtype == torch.bfloat16 and mapping_of(bf16.data_ptr()) == source
+            assert mapping_of(tensors[0].data_ptr()) == source
+            tensors[0][0, 0] = 12345.0   # a copy-on-write page of this process: the file never changes
+            loaded = tensorfs.load(source, tensors="blk.0.f*")
+            assert all(mapping_of(t.data_ptr()) == source for t in loaded.values())
+    assert read_file(source) == original
+    with tensorfs.safe_open(source, framework="pt") as f:
+        assert f.get_tensor("blk.0.f32.weight")[0, 0] != 12345.0
+
+
+def test_eight_threads_on_one_handle_agree_with_one():
+    with tensorfs.safe_open(MIXED, framework="np", dtype="f32") as f:
+        names = f.keys()
+        alone = {name: f.get_tensor(name) for name in names}
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            for _ in range(3):
+                results = list(pool.map(lambda name: (name, f.get_tensor(name).tobytes()), names * 2))
+                assert all(alone[name].tobytes() == data for name, data in results)
+                parts = list(pool.map(lambda name: (name, f.get_slice(name)[1:].tobytes()), names))
+                assert all(alone[name][1:].tobytes() == data for name, data in parts)
+
+
+def test_dtypes():
+    with tensorfs.safe_open(ALL_DTYPES, framework="np") as f:
+        assert f.get_tensor("dtype.bf16").dtype == np.float32   # numpy has no bfloat16
+        assert f.get_tensor("dtype.u16").dtype == np.uint16
+        assert f.get_tensor("dtype.f8_e4m3").dtype == np.float32
+    with tensorfs.safe_open(ALL_DTYPES, framework="np", dtype="bf16") as f:
+        assert f.get_tensor("dtype.bf16").dtype == np.uint16   # the bfloat16 bits
+        assert f.get_tensor("dtype.i32").dtype == np.int32     # integers keep theirs
+    with tensorfs.safe_open(ALL_DTYPES, framework="pt", dtype=torch.float16) as f:
+        assert f.get_tensor("dtype.bf16").dtype == torch.float16
+        assert f.get_tensor("dtype.u16").dtype == torch.float16   # torch 1.13 has no uint16: the dtype asked for
+    with tensorfs.safe_open(ALL_DTYPES, framework="pt") as f:
+        assert f.get_tensor("dtype.u16").dtype == torch.float32   # ... else float32
+    with tensorfs.safe_open(MIXED, framework="pt") as f:
+        assert f.get_tensor("blk.0.q4_k.weight").dtype == torch.float32
+        assert f.get_tensor("blk.0.bf16.weight").dtype == torch.bfloat16
+
+
+def test_a_folder_of_several_models_needs_model(tmp_path):
+    for name in ("a.gguf", "b.gguf"):
+        os.symlink(MIXED if name == "a.gguf" else TINY, tmp_path / name)
+    with pytest.raises(tensorfs.Error, match="holds 2 models: a.gguf .gguf., b.gguf .gguf.; pick one with model="):
+        tensorfs.safe_open(str(tmp_path))
+    with tensorfs.safe_open(str(tmp_path), model="b.gguf") as f:
+        assert f.keys() == tensorfs.safe_open(TINY).keys()
+
+
+def test_help_and_metadata_of_the_package():
+    text = pydoc.render_doc(tensorfs)
+    for word in ("safe_open", "load", "info", "diff", "get_slice", "get_tensor", "SourceNotFoundError"):
+        assert word in text
+    assert "Returns a SafeOpen" in pydoc.render_doc(tensorfs.safe_open)
+    assert tensorfs.__license__ == "Apache-2.0"
+    assert importlib.metadata.metadata("tensorfs")["License"] == "Apache-2.0"
+    assert importlib.metadata.version("tensorfs") == tensorfs.__version__
+    assert tensorfs.safe_open.__module__ == "tensorfs"
