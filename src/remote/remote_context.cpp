@@ -25,7 +25,7 @@ RemoteContext::~RemoteContext() { disk_.finish_writes(); }
 RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentials> credentials,
                              ExplainRefusal explain)
     : counters_(options.counters != nullptr ? options.counters : std::make_shared<RemoteCounters>()),
-      http_(*counters_, std::move(credentials)),
+      http_(*counters_, std::move(credentials), options.timeout),
       // The disk's queue holds a quarter of the memory budget at most; the read-ahead's fetches the rest.
       disk_(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir, options.disk_cache_size,
             [this](const BlockPtr& block, bool queued) { queued_for_disk(block, queued); },
@@ -33,6 +33,7 @@ RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentia
                                                              std::max(options.memory_budget, kLeastBudget) / 4))),
       explain_(std::move(explain)),
       max_connections_(std::clamp(options.max_connections, 1u, kMostConnections)),
+      timeout_(options.timeout),
       memory_budget_(std::max(options.memory_budget, kLeastBudget)),
       readahead_limit_(std::min(options.readahead, memory_budget_ / 2)),
       // Freed buffers are kept for reuse up to the budget: a buffer is mapped only when none is kept, so the
@@ -41,6 +42,7 @@ RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentia
     counters_->memory_budget.set(static_cast<std::int64_t>(memory_budget_));
     counters_->max_connections.set(max_connections_);
     counters_->readahead_limit.set(static_cast<std::int64_t>(readahead_limit_));
+    counters_->timeout_ms.set(static_cast<std::int64_t>(timeout_.count()));
 }
 
 std::shared_future<BlockPtr> RemoteContext::find(std::uint64_t serial, std::uint64_t index) {
@@ -153,6 +155,39 @@ void RemoteContext::end_claim(Claim& claim) {
     }
     trim();
     show_memory();
+}
+
+void RemoteContext::no_answer(std::uint64_t serial, std::uint64_t first, std::uint64_t last) {
+    const auto now = std::chrono::steady_clock::now();
+    const std::lock_guard lock(unanswered_mutex_);
+    for (std::uint64_t index = first; index <= last; ++index) unanswered_[Key{serial, index}] = now;
+    last_unanswered_ = now.time_since_epoch().count();
+    any_unanswered_ = true;
+}
+
+bool RemoteContext::silent() const {
+    if (!any_unanswered_.load(std::memory_order_relaxed)) return false;
+    const std::chrono::steady_clock::time_point last{std::chrono::steady_clock::duration(last_unanswered_.load())};
+    return std::chrono::steady_clock::now() - last < timeout_;
+}
+
+void RemoteContext::answered() {
+    if (!any_unanswered_.load(std::memory_order_relaxed)) return;
+    const std::lock_guard lock(unanswered_mutex_);
+    unanswered_.clear();
+    any_unanswered_ = false;
+}
+
+std::optional<std::chrono::steady_clock::duration> RemoteContext::unanswered(std::uint64_t serial,
+                                                                             std::uint64_t index) {
+    if (!any_unanswered_.load(std::memory_order_relaxed)) return std::nullopt;
+    const std::lock_guard lock(unanswered_mutex_);
+    const auto found = unanswered_.find(Key{serial, index});
+    if (found == unanswered_.end()) return std::nullopt;
+    const auto ago = std::chrono::steady_clock::now() - found->second;
+    if (ago < timeout_) return ago;
+    unanswered_.erase(found);  // one timeout later: asked for again
+    return std::nullopt;
 }
 
 void RemoteContext::keep_piece(std::uint64_t serial, std::uint64_t index, Piece piece) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -47,6 +48,8 @@ public:
     std::uint64_t next_serial() { return serial_.fetch_add(1); }
 
     unsigned max_connections() const { return max_connections_; }
+    // How long one read may wait for the network, retries included (timeout=).
+    std::chrono::milliseconds timeout() const { return timeout_; }
     // How far ahead of a sequential reader blocks may be fetched: readahead=, at most half the memory budget (the
     // other half holds the blocks being read and the disk cache's queue).
     std::uint64_t readahead_limit() const { return readahead_limit_; }
@@ -105,6 +108,19 @@ public:
     // measured round trip and rate of one connection (recent averages, shown in the stats, sizing the window).
     void measured(std::uint64_t bytes, std::uint64_t first_byte_us, std::uint64_t total_us);
 
+    // A fetch of blocks [first, last] of object `serial` got no answer by its deadline (the server is down or hangs).
+    // Until the server answers a fetch again, for one timeout at most, reads of those blocks fail at once instead of
+    // waiting a whole timeout again: the kernel asks for a page again right after a read-ahead of it failed, and a
+    // reader faulting that page would otherwise wait twice the timeout.
+    void no_answer(std::uint64_t serial, std::uint64_t first, std::uint64_t last);
+    // The server answered a fetch: every block is asked for again.
+    void answered();
+    // How long ago a fetch of block `index` of object `serial` got no answer, while its reads fail at once.
+    std::optional<std::chrono::steady_clock::duration> unanswered(std::uint64_t serial, std::uint64_t index);
+    // Whether a fetch got no answer within the last timeout and none was answered since: no read-ahead starts then
+    // (it would hold blocks that readers, coming back right after their error, would wait for a whole timeout).
+    bool silent() const;
+
     // The window of the last sequential reader, shown in the stats.
     void show_window(std::uint64_t bytes) { counters_->window_bytes.set(static_cast<std::int64_t>(bytes)); }
 
@@ -135,6 +151,7 @@ private:
     ExplainRefusal explain_;
     std::atomic<std::uint64_t> serial_{0};
     const unsigned max_connections_;
+    const std::chrono::milliseconds timeout_;
     const std::uint64_t memory_budget_;
     const std::uint64_t readahead_limit_;
     const std::shared_ptr<BlockBuffers> buffers_;
@@ -155,6 +172,11 @@ private:
     std::size_t queued_bytes_ = 0;       // every block queued for the disk
     unsigned connections_ = 0;
     LinkEstimate link_;
+
+    std::mutex unanswered_mutex_;
+    std::map<Key, std::chrono::steady_clock::time_point> unanswered_;  // when each block's fetch got no answer
+    std::atomic<bool> any_unanswered_{false};
+    std::atomic<std::chrono::steady_clock::rep> last_unanswered_{0};  // when the latest fetch got no answer
 };
 
 }  // namespace tensorfs::remote

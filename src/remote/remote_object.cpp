@@ -10,6 +10,7 @@
 #include "log.hpp"
 #include "tensorfs/background_queue.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/read_began.hpp"
 #include "url.hpp"
 
 namespace tensorfs::remote {
@@ -122,8 +123,15 @@ RemoteObject::RemoteObject(std::shared_ptr<RemoteContext> context, std::string n
       head_(std::move(head)),
       disk_state_(new std::atomic<std::uint8_t>[(size() + kBlockBytes - 1) / kBlockBytes]()) {}
 
+RemoteObject::Deadline RemoteObject::read_deadline() const { return read_began() + context_->timeout(); }
+
+RemoteObject::Deadline RemoteObject::fetch_deadline() const {
+    return std::chrono::steady_clock::now() + context_->timeout();
+}
+
 void RemoteObject::read(std::uint64_t offset, std::size_t length, void* dst) const {
     if (length == 0) return;
+    const Deadline deadline = read_deadline();
     if (offset > size() || length > size() - offset) throw IoError(name(), "read past the end of the file");
     {
         const std::lock_guard lock(head_mutex_);
@@ -132,36 +140,52 @@ void RemoteObject::read(std::uint64_t offset, std::size_t length, void* dst) con
             return;
         }
     }
-    fetch(offset, length, static_cast<char*>(dst));
+    fetch(offset, length, static_cast<char*>(dst), deadline);
 }
 
 void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void* dst, std::uint64_t,
                                   std::uint64_t) const {
     if (length == 0) return;
     if (offset > size() || length > size() - offset) throw IoError(name(), "read past the end of the file");
+    const Deadline deadline = read_deadline();
     if (!head_dropped_.exchange(true)) {
         const std::lock_guard lock(head_mutex_);
         std::string().swap(head_);
     }
     const Follow followed = follow(offset, offset + length);
-    if (followed.ahead > 0) read_ahead(followed);
+    // No read-ahead for a read that waited its whole timeout for a worker already, nor while the server is silent.
+    if (followed.ahead > 0 && std::chrono::steady_clock::now() < deadline && !context_->silent()) {
+        read_ahead(followed);
+    }
 
-    auto* out = static_cast<char*>(dst);
     const std::uint64_t end = offset + length;
     // A read that is not sequential (yet) fetches its whole block when it lies inside one (at most a block, and
     // the block lands in the disk cache), else exactly its bytes (never two blocks for one small read).
     const bool exact = followed.ahead == 0 && offset / kBlockBytes != (end - 1) / kBlockBytes;
+    try {
+        read_blocks(offset, length, static_cast<char*>(dst), exact, deadline);
+    } catch (const IoError&) {
+        // The server left this read unanswered: the kernel asks again at once for the page a reader faults, which
+        // then fails at once too, whichever block of the read held it up.
+        if (context_->silent()) context_->no_answer(serial_, offset / kBlockBytes, (end - 1) / kBlockBytes);
+        throw;
+    }
+}
+
+void RemoteObject::read_blocks(std::uint64_t offset, std::size_t length, char* out, bool exact,
+                               Deadline deadline) const {
+    const std::uint64_t end = offset + length;
     for (std::uint64_t at = offset; at < end;) {
         const std::uint64_t index = at / kBlockBytes;
         const std::uint64_t from = at - index * kBlockBytes;
         const auto part = static_cast<std::size_t>(std::min<std::uint64_t>(end - at, block_length(index) - from));
-        if (!serve_cached(index, from, part, out)) {
+        if (!serve_cached(index, from, part, out, deadline)) {
             if (exact) {
                 // Exactly what is asked, up to the next cached block.
                 std::uint64_t upto = index + 1;
                 while (upto * kBlockBytes < end && !on_disk(upto) && !context_->find(serial_, upto).valid()) ++upto;
                 const std::size_t count = static_cast<std::size_t>(std::min(end, upto * kBlockBytes) - at);
-                fetch(at, count, out);
+                fetch(at, count, out, deadline);
                 context_->counters().disk_cache_misses.add(1);
                 keep_fetched(at, count, out);
                 at += count;
@@ -173,10 +197,10 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
             std::size_t bytes = 0;
             for (std::uint64_t i = index; i <= last; ++i) bytes += block_length(i);
             RemoteContext::Claim claim = context_->claim(serial_, index, last - index + 1, bytes);
-            if (!claim.promises.empty()) fetch_blocks(claim);
-            if (!serve_cached(index, from, part, out)) {
+            if (!claim.promises.empty()) fetch_blocks(claim, deadline);
+            if (!serve_cached(index, from, part, out, deadline)) {
                 // Dropped from memory already (a budget smaller than one read): this part on its own.
-                fetch(at, part, out);
+                fetch(at, part, out, deadline);
             }
         }
         at += part;
@@ -272,7 +296,7 @@ void RemoteObject::read_ahead(const Follow& followed) const {
                 const auto self = weak.lock();
                 if (self == nullptr) return context->give_up(*claim, nullptr);
                 try {
-                    self->fetch_blocks(*claim);
+                    self->fetch_blocks(*claim, self->fetch_deadline());
                 } catch (...) {
                     // Its waiters have the error, or fetch the blocks again themselves.
                 }
@@ -287,8 +311,15 @@ void RemoteObject::read_ahead(const Follow& followed) const {
     record_scheduled(followed.stream_end, index);
 }
 
-bool RemoteObject::serve_cached(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst) const {
+bool RemoteObject::serve_cached(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst,
+                                Deadline deadline) const {
     if (const auto found = context_->find(serial_, index); found.valid()) {
+        if (found.wait_until(deadline) == std::future_status::timeout) {
+            // No answer for this reader: one that comes back for the same bytes right after fails at once.
+            context_->no_answer(serial_, index, index);
+            throw IoError(name(), "no answer within " + timeout_text(context_->timeout()) +
+                                      " (a fetch of these bytes is still under way)");
+        }
         BlockPtr block;
         try {
             block = found.get();
@@ -324,7 +355,7 @@ bool RemoteObject::on_disk(std::uint64_t index) const {
     return state != 2;
 }
 
-void RemoteObject::fetch_blocks(RemoteContext::Claim& claim) const {
+void RemoteObject::fetch_blocks(RemoteContext::Claim& claim, Deadline deadline) const {
     const std::uint64_t first = claim.first;
     const std::size_t count = claim.promises.size();
     try {
@@ -336,7 +367,7 @@ void RemoteObject::fetch_blocks(RemoteContext::Claim& claim) const {
             if (gap.empty()) return;
             std::size_t bytes = 0;
             for (const std::span<char> part : gap) bytes += part.size();
-            fetch(gap_offset, std::move(gap));
+            fetch(gap_offset, std::move(gap), deadline);
             claim.fetched_bytes += bytes;
             gap.clear();
         };
@@ -482,7 +513,7 @@ std::uint64_t RemoteObject::fill_cache(std::uint64_t offset, std::uint64_t lengt
                 std::size_t claimed_bytes = 0;
                 for (std::uint64_t i = index; i < index + claimed; ++i) claimed_bytes += block_length(i);
                 try {
-                    fetch_blocks(claim);
+                    fetch_blocks(claim, fetch_deadline());
                 } catch (...) {
                     const std::lock_guard lock(error_mutex);
                     if (!error) error = std::current_exception();
@@ -553,14 +584,26 @@ std::vector<std::string> RemoteObject::precondition_headers() const {
     return {};
 }
 
-void RemoteObject::fetch(std::uint64_t offset, std::size_t length, char* dst) const {
-    fetch(offset, {std::span<char>(dst, length)});
+void RemoteObject::fetch(std::uint64_t offset, std::size_t length, char* dst, Deadline deadline) const {
+    fetch(offset, {std::span<char>(dst, length)}, deadline);
 }
 
-void RemoteObject::fetch(std::uint64_t offset, std::vector<std::span<char>> into) const {
+void RemoteObject::fetch(std::uint64_t offset, std::vector<std::span<char>> into, Deadline deadline) const {
     if (changed_) throw IoError(name(), "changed on the server since it was mounted; mount it again to read it");
     std::size_t length = 0;
     for (const std::span<char> buffer : into) length += buffer.size();
+    const std::uint64_t first_block = offset / kBlockBytes;
+    const std::uint64_t last_block = (offset + length - 1) / kBlockBytes;
+    for (std::uint64_t index = first_block; index <= last_block; ++index) {
+        if (const auto ago = context_->unanswered(serial_, index)) {
+            const auto seconds = std::chrono::duration_cast<std::chrono::milliseconds>(*ago).count() / 1000.0;
+            char text[32];
+            std::snprintf(text, sizeof text, "%.1f", seconds);
+            throw IoError(name(), std::string("the server gave no answer for these bytes ") + text +
+                                      " s ago; they are asked for again once it answers, or after " +
+                                      timeout_text(context_->timeout()));
+        }
+    }
     Request request;
     request.ranged = true;
     request.first = offset;
@@ -568,6 +611,7 @@ void RemoteObject::fetch(std::uint64_t offset, std::vector<std::span<char>> into
     request.headers = precondition_headers();
     request.into = std::move(into);
     request.capacity = length;
+    request.deadline = deadline;
     for (int attempt = 0;; ++attempt) {
         {
             const std::lock_guard lock(mutex_);
@@ -578,9 +622,11 @@ void RemoteObject::fetch(std::uint64_t offset, std::vector<std::span<char>> into
         try {
             response = context_->http().send(request);
         } catch (const HttpError& error) {
+            context_->no_answer(serial_, first_block, last_block);
             throw IoError(name(), error.what());
         }
         if (response.status == 206) {
+            context_->answered();
             if (!identity_.etag.empty() && !response.etag.empty() && response.etag != identity_.etag) {
                 changed("its ETag is now " + response.etag + ", was " + identity_.etag);
             }

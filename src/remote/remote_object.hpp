@@ -16,10 +16,12 @@
 //   - blocks in the disk cache are read straight from their file into the reader's buffer, never staged whole.
 // Every range request carries If-Match and If-Range with the recorded ETag, and every answer is checked against
 // the recorded identity and size: an object that changed fails the read with IoError, never serving old and new
-// bytes mixed.
+// bytes mixed. A read waits for the network until its deadline, timeout= after it began (read_began.hpp), whether
+// it fetches itself or waits for a fetch under way; past it, it fails with IoError.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -92,6 +94,11 @@ public:
     const std::string& etag() const { return identity_.etag; }
 
 private:
+    using Deadline = std::chrono::steady_clock::time_point;
+    // When a read that begins now (or began as read_began() says) stops waiting for the network.
+    Deadline read_deadline() const;
+    Deadline fetch_deadline() const;
+
     // Whether block `index` is in the disk cache (asked of the disk once, then remembered).
     bool on_disk(std::uint64_t index) const;
     // The disk cache's folder for this object; nullopt when it is not cached.
@@ -105,15 +112,18 @@ private:
         std::uint64_t scheduled = 0;
     };
     Follow follow(std::uint64_t offset, std::uint64_t end) const;
+    // read_in_region's bytes, block by block: from memory or the disk cache, else fetched (exactly, or whole blocks).
+    void read_blocks(std::uint64_t offset, std::size_t length, char* out, bool exact, Deadline deadline) const;
     void read_ahead(const Follow& follow) const;
     void record_scheduled(std::uint64_t stream_end, std::uint64_t scheduled) const;
     // Copies bytes [from, from + length) of block `index` to `dst` from memory or the disk cache; false when the
-    // block is in neither.
-    bool serve_cached(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst) const;
-    // Fetches the claimed blocks (in one range request, or one per gap between pieces kept of them), hands them to
-    // their waiters and queues them for the disk.
+    // block is in neither. A block on its way is waited for until `deadline` (then IoError).
+    bool serve_cached(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst,
+                      Deadline deadline) const;
+    // Fetches the claimed blocks (in one range request, or one per gap between pieces kept of them) by `deadline`,
+    // hands them to their waiters and queues them for the disk.
     // Throws IoError (which the waiters get too) when they cannot be fetched.
-    void fetch_blocks(RemoteContext::Claim& claim) const;
+    void fetch_blocks(RemoteContext::Claim& claim, Deadline deadline) const;
     // A buffer for each of blocks [first, first + count): a block dropped from memory frees its own bytes, never
     // waiting for the other blocks its range brought.
     std::vector<std::shared_ptr<char[]>> new_block_buffers(std::uint64_t first, std::size_t count) const;
@@ -123,10 +133,11 @@ private:
     // parts of blocks at its ends as pieces (see RemoteContext::keep_piece).
     void keep_fetched(std::uint64_t offset, std::size_t length, const char* bytes) const;
     std::size_t block_length(std::uint64_t index) const;
-    // Fetches bytes [offset, offset + length) into `dst`, checking that the object is still the one opened.
-    void fetch(std::uint64_t offset, std::size_t length, char* dst) const;
+    // Fetches bytes [offset, offset + length) into `dst` by `deadline`, checking that the object is still the one
+    // opened.
+    void fetch(std::uint64_t offset, std::size_t length, char* dst, Deadline deadline) const;
     // The same for the bytes from `offset` on that fill the buffers of `into`, one after the other.
-    void fetch(std::uint64_t offset, std::vector<std::span<char>> into) const;
+    void fetch(std::uint64_t offset, std::vector<std::span<char>> into, Deadline deadline) const;
     [[noreturn]] void changed(const std::string& how) const;
     std::vector<std::string> precondition_headers() const;
 
