@@ -31,8 +31,9 @@ SplitArguments split_arguments(const Arguments& args, std::initializer_list<std:
 std::string positional_problem(std::string_view command, const std::vector<std::string>& positional,
                                std::initializer_list<std::string_view> names);
 
-// The flags every command that reads a SOURCE takes for remote sources: --cache-dir DIR, --disk-cache-size SIZE.
-inline const std::vector<std::string_view> kSourceFlags = {"--cache-dir", "--disk-cache-size"};
+// The flags every command that reads a SOURCE takes for remote sources: --cache-dir DIR, --disk-cache-size SIZE,
+// --timeout SECONDS.
+inline const std::vector<std::string_view> kSourceFlags = {"--cache-dir", "--disk-cache-size", "--timeout"};
 
 // Those flags' values put into `options`; returns an error message, or an empty string.
 std::string take_source_flags(const SplitArguments& split, SourceOptions& options);

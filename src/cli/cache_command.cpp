@@ -169,9 +169,9 @@ int remove_blocks(const std::filesystem::path& folder, std::uint64_t keep_bytes,
 }  // namespace
 
 int cache_command(const Arguments& args) {
-    std::vector<std::string_view> with_values = kSourceFlags;
-    with_values.insert(with_values.end(), {"--older-than", "--max-size"});
-    const SplitArguments split = split_arguments(args, {}, with_values);
+    // The cache's own flags: it reads no SOURCE, so --timeout is not among them.
+    const SplitArguments split =
+        split_arguments(args, {}, {"--cache-dir", "--disk-cache-size", "--older-than", "--max-size"});
     if (!split.error.empty()) return usage_error(split.error);
     if (split.positional.empty()) return usage_error("cache needs ls, du, prune or clear");
     const std::string& action = split.positional[0];

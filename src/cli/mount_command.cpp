@@ -1,5 +1,7 @@
 // `tensorfs mount SOURCE MOUNTPOINT [-f] [-d] [-s] [-o OPT[,OPT…]] [--cache-size SIZE] [--threads N]
-//                 [--cache-dir DIR] [--disk-cache-size SIZE]`
+//                 [--cache-dir DIR] [--disk-cache-size SIZE] [--timeout SECONDS]`
+#include <algorithm>
+
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "mount_options.hpp"
@@ -41,16 +43,18 @@ int mount_command(const Arguments& args) {
             const auto threads = text ? parse_threads(*text) : std::nullopt;
             if (!threads) return usage_error("--threads needs a number from 1 to 1024");
             options.threads = *threads;
-        } else if (arg == "--cache-dir" || arg == "--disk-cache-size") {
+        } else if (arg == "--cache-dir" || arg == "--disk-cache-size" || arg == "--timeout") {
             const std::string* text = value();
             if (text == nullptr) return usage_error(arg + " needs a value");
-            const std::string error = take_option_list((arg == "--cache-dir" ? "cache_dir=" : "disk_cache_size=") + *text,
-                                                       options);
+            // The same as the -o option of the same name: --disk-cache-size is disk_cache_size=.
+            std::string name = arg.substr(2);
+            std::replace(name.begin(), name.end(), '-', '_');
+            const std::string error = take_option_list(name + "=" + *text, options);
             if (!error.empty()) return usage_error(error);
         } else if (arg.starts_with("-") && arg.size() > 1) {
             return usage_error("unknown option '" + arg + "'" +
                                did_you_mean(arg, {"-f", "-d", "-s", "-o", "--cache-size", "--threads", "--cache-dir",
-                                                  "--disk-cache-size"}));
+                                                  "--disk-cache-size", "--timeout"}));
         } else {
             positional.push_back(arg);
         }

@@ -81,6 +81,10 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
             const auto size = parse_size(option.substr(10));
             if (!size) return "bad readahead '" + std::string(option.substr(10)) + "' (e.g. 64M; 0 for none)";
             options.source_options.readahead = *size;
+        } else if (option.starts_with("timeout=")) {
+            const auto timeout = parse_timeout(option.substr(8));
+            if (!timeout) return "bad timeout '" + std::string(option.substr(8)) + "' (seconds, e.g. 20 or 2.5)";
+            options.source_options.timeout = *timeout;
         } else if (libfuse_accepts(std::string(option))) {
             options.fuse_options.emplace_back(option);
         } else {
