@@ -456,7 +456,7 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
         // No time left for another try: the last failure is the answer (a transient status is the caller's to tell).
         const bool out_of_time = Clock::now() + pause >= deadline;
         if (!transient || attempt == kMaxAttempts || out_of_time) {
-            if (code == CURLE_OPERATION_TIMEDOUT && Clock::now() >= deadline) {
+            if (code == CURLE_OPERATION_TIMEDOUT && out_of_time) {
                 // Cut by the deadline: what went wrong before says more than the cut itself.
                 throw HttpError(last_failure.empty() ? "no answer within " + timeout_text(timeout_)
                                                      : last_failure + gave_up);
