@@ -159,6 +159,7 @@ int remove_blocks(const std::filesystem::path& folder, std::uint64_t keep_bytes,
             ::unlink((object.folder / "key").c_str());
             ::rmdir(object.folder.c_str());
         }
+        remote::forget_every_url(folder);
     }
     if (lock >= 0) ::close(lock);
     std::printf("removed %s, %s left (%zu blocks scanned)\n", human_size(before - left).c_str(),

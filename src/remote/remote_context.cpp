@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 namespace tensorfs::remote {
 namespace {
@@ -193,7 +194,12 @@ std::optional<std::chrono::steady_clock::duration> RemoteContext::unanswered(std
 void RemoteContext::keep_piece(std::uint64_t serial, std::uint64_t index, Piece piece) {
     const Key key{serial, index};
     const std::lock_guard lock(mutex_);
-    if (piece_index_.count(key) != 0) return;  // the one kept first is as good
+    if (const auto found = piece_index_.find(key); found != piece_index_.end()) {
+        piece_bytes_ -= found->second->second.bytes.size();
+        piece = merged(std::move(found->second->second), std::move(piece));
+        pieces_.erase(found->second);
+        piece_index_.erase(found);
+    }
     piece_bytes_ += piece.bytes.size();
     pieces_.emplace_front(key, std::move(piece));
     piece_index_.emplace(key, pieces_.begin());
@@ -206,7 +212,7 @@ void RemoteContext::keep_piece(std::uint64_t serial, std::uint64_t index, Piece 
     show_memory();
 }
 
-std::optional<RemoteContext::Piece> RemoteContext::take_piece(std::uint64_t serial, std::uint64_t index) {
+std::optional<Piece> RemoteContext::take_piece(std::uint64_t serial, std::uint64_t index) {
     const std::lock_guard lock(mutex_);
     const auto found = piece_index_.find(Key{serial, index});
     if (found == piece_index_.end()) return std::nullopt;
@@ -216,6 +222,18 @@ std::optional<RemoteContext::Piece> RemoteContext::take_piece(std::uint64_t seri
     piece_bytes_ -= piece.bytes.size();
     show_memory();
     return piece;
+}
+
+std::size_t RemoteContext::read_piece(std::uint64_t serial, std::uint64_t index, std::size_t from, std::size_t length,
+                                      char* dst) {
+    const std::lock_guard lock(mutex_);
+    const auto found = piece_index_.find(Key{serial, index});
+    if (found == piece_index_.end()) return 0;
+    const Piece& piece = found->second->second;
+    if (from < piece.begin || from >= piece.end()) return 0;
+    const std::size_t count = std::min(length, piece.end() - from);
+    std::memcpy(dst, piece.bytes.data() + (from - piece.begin), count);
+    return count;
 }
 
 void RemoteContext::measured(std::uint64_t bytes, std::uint64_t first_byte_us, std::uint64_t total_us) {

@@ -89,16 +89,15 @@ public:
     // The claimed blocks were not fetched: waiters get `error`, or nullptr (fetch it yourself) when it is null.
     void give_up(Claim& claim, std::exception_ptr error);
 
-    // Bytes of one block fetched exactly (by a read spanning two blocks before its stream turned out sequential):
-    // [begin, begin + bytes.size()) of the block. Kept (the oldest dropped past an eighth of the memory budget,
+    // Bytes of one block fetched exactly (by a random reader, or before its stream turned out sequential). Kept
+    // (merged with the piece kept of the same block before; the oldest dropped past an eighth of the memory budget,
     // counted in it) so that fetching the block whole later asks only for the rest: each byte is fetched once.
-    struct Piece {
-        std::size_t begin = 0;
-        std::string bytes;
-    };
     void keep_piece(std::uint64_t serial, std::uint64_t index, Piece piece);
     // The piece kept of block `index` of object `serial`, removed from the memory; nullopt when none is.
     std::optional<Piece> take_piece(std::uint64_t serial, std::uint64_t index);
+    // Bytes from `from` on (at most `length`) of block `index` of object `serial` from its piece in memory: how many it
+    // copied to `dst`, 0 when no piece holds byte `from`.
+    std::size_t read_piece(std::uint64_t serial, std::uint64_t index, std::size_t from, std::size_t length, char* dst);
 
     // A block queued for the disk cache (true), or written (false): counted against the budget once, also while
     // it is kept for readers too (the disk cache calls it).

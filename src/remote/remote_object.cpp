@@ -48,8 +48,26 @@ bool is_weak(const std::string& etag) { return etag.starts_with("W/"); }
 
 }  // namespace
 
+// What the disk cache remembers of `url` from an earlier open, when it still holds the first bytes (block 0 whole, or
+// the piece of it that an open kept): then opening it again asks whether it changed instead of fetching them, and
+// `head` holds them.
+std::optional<DiskCache::Remembered> remembered_with_head(RemoteContext& context, const std::string& url,
+                                                          std::string& head) {
+    auto known = context.disk().remembered(url);
+    if (!known || known->size == 0 || (known->etag.empty() && known->last_modified.empty())) return std::nullopt;
+    head.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kHeadBytes, known->size)));
+    const auto first_block = static_cast<std::size_t>(std::min<std::uint64_t>(kBlockBytes, known->size));
+    if (context.disk().read_part(known->object, 0, first_block, 0, head.data(), head.size(), true) ||
+        context.disk().read_from_piece(known->object, 0, 0, head.data(), head.size()) == head.size()) {
+        return known;
+    }
+    return std::nullopt;
+}
+
 std::shared_ptr<RemoteObject> RemoteObject::open(std::shared_ptr<RemoteContext> context, std::string name,
                                                  std::string url) {
+    std::string cached_head;
+    std::optional<DiskCache::Remembered> known = remembered_with_head(*context, url, cached_head);
     std::string head(kHeadBytes, '\0');
     Request request;
     request.url = url;
@@ -58,6 +76,11 @@ std::shared_ptr<RemoteObject> RemoteObject::open(std::shared_ptr<RemoteContext> 
     request.last = kHeadBytes - 1;
     request.into = {std::span<char>(head.data(), head.size())};
     request.capacity = head.size();
+    if (known) {
+        // Answered 304, without a body, when it is still what the cache holds.
+        request.headers.push_back(known->etag.empty() ? "If-Modified-Since: " + known->last_modified
+                                                      : "If-None-Match: " + known->etag);
+    }
     Response response;
     try {
         response = context->http().send(request);
@@ -66,7 +89,18 @@ std::shared_ptr<RemoteObject> RemoteObject::open(std::shared_ptr<RemoteContext> 
     }
     const std::string answered_by = without_credentials(response.url);
     Identity identity;
+    if (response.status == 304 && known) {
+        // Unchanged: its identity and first bytes are the cache's.
+        identity.size = known->size;
+        head = std::move(cached_head);
+        response.body_bytes = head.size();
+        response.etag = known->etag;
+        response.last_modified = known->last_modified;
+    }
     switch (response.status) {
+        case 304:
+            if (!known) refuse(name, response.status_text() + " to a request that asked for no condition");
+            break;
         case 206: {
             const auto total = response.total_size();
             if (!total) refuse(name, "the server answered a range request without the file's size (" + answered_by + ")");
@@ -106,9 +140,12 @@ std::shared_ptr<RemoteObject> RemoteObject::open(std::shared_ptr<RemoteContext> 
         const time_t when = curl_getdate(identity.last_modified.c_str(), nullptr);
         if (when > 0) identity.modified.tv_sec = when;
     }
+    const bool as_remembered = known && known->size == identity.size && known->etag == identity.etag &&
+                               known->last_modified == identity.last_modified;
     auto object = std::make_shared<RemoteObject>(std::move(context), std::move(name), std::move(url),
                                                  std::move(identity), std::move(head));
     if (response.url != object->url_) object->location_ = response.url;
+    if (as_remembered) object->remembered_folder_ = known->object;
     return object;
 }
 
@@ -121,7 +158,8 @@ RemoteObject::RemoteObject(std::shared_ptr<RemoteContext> context, std::string n
       identity_(std::move(identity)),
       serial_(context_->next_serial()),
       head_(std::move(head)),
-      disk_state_(new std::atomic<std::uint8_t>[(size() + kBlockBytes - 1) / kBlockBytes]()) {}
+      disk_state_(new std::atomic<std::uint8_t>[(size() + kBlockBytes - 1) / kBlockBytes]()),
+      fetched_here_(new std::atomic<bool>[(size() + kBlockBytes - 1) / kBlockBytes]()) {}
 
 RemoteObject::Deadline RemoteObject::read_deadline() const { return read_began() + context_->timeout(); }
 
@@ -140,7 +178,9 @@ void RemoteObject::read(std::uint64_t offset, std::size_t length, void* dst) con
             return;
         }
     }
-    fetch(offset, length, static_cast<char*>(dst), deadline);
+    // From memory or the disk cache where they are (a second open of a cached model fetches nothing); else exactly
+    // these bytes, kept for the reads that come for their blocks later.
+    read_blocks(offset, length, static_cast<char*>(dst), true, deadline);
 }
 
 void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void* dst, std::uint64_t,
@@ -148,10 +188,7 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
     if (length == 0) return;
     if (offset > size() || length > size() - offset) throw IoError(name(), "read past the end of the file");
     const Deadline deadline = read_deadline();
-    if (!head_dropped_.exchange(true)) {
-        const std::lock_guard lock(head_mutex_);
-        std::string().swap(head_);
-    }
+    drop_head();
     const Follow followed = follow(offset, offset + length);
     // No read-ahead for a read that waited its whole timeout for a worker already, nor while the server is silent.
     if (followed.ahead > 0 && std::chrono::steady_clock::now() < deadline && !context_->silent()) {
@@ -180,7 +217,13 @@ void RemoteObject::read_blocks(std::uint64_t offset, std::size_t length, char* o
         const std::uint64_t from = at - index * kBlockBytes;
         const auto part = static_cast<std::size_t>(std::min<std::uint64_t>(end - at, block_length(index) - from));
         if (!serve_cached(index, from, part, out, deadline)) {
+            // Bytes an earlier exact read (or the open) fetched are not fetched again by a random reader either.
             if (exact) {
+                if (const std::size_t served = serve_piece(index, from, part, out)) {
+                    at += served;
+                    out += served;
+                    continue;
+                }
                 // Exactly what is asked, up to the next cached block.
                 std::uint64_t upto = index + 1;
                 while (upto * kBlockBytes < end && !on_disk(upto) && !context_->find(serial_, upto).valid()) ++upto;
@@ -192,15 +235,17 @@ void RemoteObject::read_blocks(std::uint64_t offset, std::size_t length, char* o
                 out += count;
                 continue;
             }
-            // The blocks this read still needs, whole, in one request (unless someone fetches them already).
-            const std::uint64_t last = (end - 1) / kBlockBytes;
-            std::size_t bytes = 0;
-            for (std::uint64_t i = index; i <= last; ++i) bytes += block_length(i);
-            RemoteContext::Claim claim = context_->claim(serial_, index, last - index + 1, bytes);
-            if (!claim.promises.empty()) fetch_blocks(claim, deadline);
-            if (!serve_cached(index, from, part, out, deadline)) {
-                // Dropped from memory already (a budget smaller than one read): this part on its own.
-                fetch(at, part, out, deadline);
+            if (!exact) {
+                // The blocks this read still needs, whole, in one request (unless someone fetches them already).
+                const std::uint64_t last = (end - 1) / kBlockBytes;
+                std::size_t bytes = 0;
+                for (std::uint64_t i = index; i <= last; ++i) bytes += block_length(i);
+                RemoteContext::Claim claim = context_->claim(serial_, index, last - index + 1, bytes);
+                if (!claim.promises.empty()) fetch_blocks(claim, deadline);
+                if (!serve_cached(index, from, part, out, deadline)) {
+                    // Dropped from memory already (a budget smaller than one read): this part on its own.
+                    fetch(at, part, out, deadline);
+                }
             }
         }
         at += part;
@@ -208,8 +253,32 @@ void RemoteObject::read_blocks(std::uint64_t offset, std::size_t length, char* o
     }
 }
 
+bool RemoteObject::cached_before(std::uint64_t offset, std::uint64_t end) const {
+    for (std::uint64_t index = offset / kBlockBytes; index * kBlockBytes < end; ++index) {
+        if (fetched_here_[index].load(std::memory_order_relaxed) || !on_disk(index)) return false;
+    }
+    return true;
+}
+
+std::size_t RemoteObject::drop_head() const {
+    if (head_dropped_.exchange(true)) return 0;
+    std::string head;
+    {
+        const std::lock_guard lock(head_mutex_);
+        head.swap(head_);
+    }
+    // Kept as the first bytes of block 0, so that they are not fetched again with it.
+    if (head.empty() || on_disk(0) || context_->find(serial_, 0).valid()) return 0;
+    keep_fetched(0, head.size(), head.data());
+    return head.size() == block_length(0) ? head.size() : 0;
+}
+
 RemoteObject::Follow RemoteObject::follow(std::uint64_t offset, std::uint64_t end) const {
     const std::uint64_t ceiling = context_->window_ceiling();
+    // Bytes the disk cache held before this process fetched anything of them do not open the window: a reader of a
+    // cached tensor reads on from the disk, and fetching the bytes after it, which it may never read, is not wanted.
+    // Once its reads leave the cached bytes, the window opens as for any reader going on in order.
+    const bool from_cache = cached_before(offset, end);
     const std::lock_guard lock(mutex_);
     ++tick_;
     Stream* stream = nullptr;
@@ -236,7 +305,7 @@ RemoteObject::Follow RemoteObject::follow(std::uint64_t offset, std::uint64_t en
         // The next shard of a reader going through shards in order: its window stays open.
         if (offset < kStartOfObject) stream->bytes = context_->take_progress();
     } else if (end > stream->end) {
-        stream->bytes += end - std::max(offset, stream->end);
+        if (!from_cache) stream->bytes += end - std::max(offset, stream->end);
         stream->end = end;
     }
     stream->used = tick_;
@@ -343,6 +412,16 @@ bool RemoteObject::serve_cached(std::uint64_t index, std::uint64_t from, std::si
     return false;
 }
 
+std::size_t RemoteObject::serve_piece(std::uint64_t index, std::uint64_t from, std::size_t length,
+                                      char* dst) const {
+    const auto begin = static_cast<std::size_t>(from);
+    if (const std::size_t served = context_->read_piece(serial_, index, begin, length, dst)) return served;
+    if (!cache_folder()) return 0;
+    const std::size_t served = context_->disk().read_from_piece(*cache_folder(), index, begin, dst, length);
+    if (served > 0) context_->counters().disk_cache_hits.add(1);
+    return served;
+}
+
 bool RemoteObject::on_disk(std::uint64_t index) const {
     if (!cache_folder()) return false;
     std::uint8_t state = disk_state_[index].load();
@@ -375,6 +454,13 @@ void RemoteObject::fetch_blocks(RemoteContext::Claim& claim, Deadline deadline) 
             const std::span<char> block(buffers[i].get(), block_length(first + i));
             const std::uint64_t block_offset = (first + i) * kBlockBytes;
             auto piece = context_->take_piece(serial_, first + i);
+            if (!piece && cache_folder()) {
+                // Kept on disk by an exact read of an earlier mount or command.
+                if (auto kept = context_->disk().read_piece(*cache_folder(), first + i);
+                    kept && kept->begin < block.size() && kept->bytes.size() <= block.size() - kept->begin) {
+                    piece = std::move(kept);
+                }
+            }
             if (!piece) {
                 if (gap.empty()) gap_offset = block_offset;
                 gap.push_back(block);
@@ -438,10 +524,13 @@ void RemoteObject::keep_fetched(std::uint64_t offset, std::size_t length, const 
         const std::uint64_t begin = index * kBlockBytes;
         const std::uint64_t from = std::max(offset, begin);
         if (from != begin || end < begin + block_length(index)) {
-            // Part of a block: kept as a piece.
+            // Part of a block: kept as a piece, in memory and in the disk cache.
             const std::size_t part = static_cast<std::size_t>(std::min(end, begin + block_length(index)) - from);
-            context_->keep_piece(serial_, index, {static_cast<std::size_t>(from - begin),
-                                                  std::string(bytes + (from - offset), part)});
+            Piece piece{static_cast<std::size_t>(from - begin), std::string(bytes + (from - offset), part)};
+            if (const auto& folder = cache_folder()) {
+                context_->disk().write_piece_later(*folder, index, std::make_shared<const Piece>(piece));
+            }
+            context_->keep_piece(serial_, index, std::move(piece));
             ++index;
             continue;
         }
@@ -475,11 +564,13 @@ std::uint64_t RemoteObject::fill_cache(std::uint64_t offset, std::uint64_t lengt
     if (length == 0 || offset >= size()) return 0;
     if (!cache_folder()) throw IoError(name(), "cannot be kept in the disk cache (it is off, or the server gives "
                                                "no ETag or Last-Modified)");
+    // A file that the open fetched whole is fetched (and counted) here once.
+    const std::size_t from_head = drop_head();
     const std::uint64_t first = offset / kBlockBytes;
     const std::uint64_t last = (std::min(size(), offset + length) - 1) / kBlockBytes;
     const std::uint64_t range_blocks = kRangeBytes / kBlockBytes;
     std::atomic<std::uint64_t> next{first};
-    std::atomic<std::uint64_t> fetched{0};
+    std::atomic<std::uint64_t> fetched{first == 0 ? from_head : 0};
     std::mutex error_mutex;
     std::exception_ptr error;
     // Each thread takes the next range of blocks, fetches what of it is not on disk in one request and goes on:
@@ -568,6 +659,10 @@ const std::optional<std::filesystem::path>& RemoteObject::cache_folder() const {
         cache_folder_ = context_->disk().object_folder(without_credentials(cache_address_) + "\n" + identity +
                                                        "\nsize " + std::to_string(size()) + "\nblock " +
                                                        std::to_string(kBlockBytes) + "\n");
+        // So that the next open of the same URL can ask whether it changed (remembered_with_first_block).
+        if (cache_folder_ && remembered_folder_ != cache_folder_) {
+            context_->disk().remember(url_, {identity_.etag, identity_.last_modified, size(), *cache_folder_});
+        }
     });
     return cache_folder_;
 }
@@ -644,6 +739,7 @@ void RemoteObject::fetch(std::uint64_t offset, std::vector<std::span<char>> into
             }
             // Whole blocks (not a parser's or a random reader's few bytes) tell what a range of the read-ahead costs.
             if (length >= kBlockBytes) context_->measured(length, response.first_byte_us, response.total_us);
+            for (std::uint64_t index = first_block; index <= last_block; ++index) fetched_here_[index] = true;
             return;
         }
         // 412: If-Match failed. 200: If-Range failed (the whole object came instead of a range). 416: it shrank.

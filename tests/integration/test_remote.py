@@ -211,7 +211,7 @@ class FetchOnlyWhatIsRead(RemoteModel):
 
 
 class DiskCache(RemoteModel):
-    def test_a_remount_reads_a_cached_tensor_with_no_request_for_its_bytes(self):
+    def test_a_remount_reads_a_cached_tensor_with_no_range_request(self):
         m = Mount(self.url, "--cache-dir", self.cache).__enter__()
         self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
         self.unmount_and_wait(m)
@@ -220,10 +220,40 @@ class DiskCache(RemoteModel):
         self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
         requests = self.requests_since(mark, at_least=settled_stats_of(m)["requests"])
         big = [r for r in requests if r[1] == "/big.safetensors"]
-        self.assertEqual(ranges_of(big)[0], (0, HEAD - 1))  # the mount's own
-        # The rest, if any, is the read-ahead going on past the tensor (it follows the reader): never its bytes.
-        self.assertTrue(all(first >= after_blocks_of(*self.spans["b"]) for first, _ in ranges_of(big)[1:]))
+        # The mount's own, asking whether the file changed (answered without a body), and nothing else: every byte
+        # of the tensor was fetched once, whole blocks kept, and a reader of cached bytes opens no read-ahead window
+        # past them.
+        self.assertEqual([(r[2], r[3], r[4]) for r in big], [(304, 0, f"bytes=0-{HEAD - 1}")], big)
+        self.assertEqual(stats_of(m)["bytes_fetched"], 0)
         self.assertGreaterEqual(stats_of(m)["disk_cache_hits"], 40 * MIB // BLOCK)
+
+    def test_bytes_an_exact_read_fetched_are_kept_across_mounts_and_fetched_once(self):
+        # A read across a block edge that is not part of a sequential stream is fetched exactly. Its bytes go to the
+        # disk cache as pieces of the two blocks: the same read through a new mount asks for nothing, and a reader
+        # of the whole tensor after it fetches only the rest of those blocks.
+        offset, size = self.spans["d"]
+        edge = (offset // MIB + 3) * MIB
+        start = (edge - offset - (64 << 10)) // 4096 * 4096  # 64-68 KiB before the edge, page-aligned in raw
+        expected = self.raw_of("d")
+        first_mark = self.log_mark()
+        for _ in range(2):
+            m = self.mount()
+            with open(m.tensor("d", "raw"), "rb", buffering=0) as f:
+                f.seek(start)
+                self.assertEqual(f.read(128 << 10), expected[start:start + (128 << 10)])
+            self.unmount_and_wait(m)
+        requests = [r for r in self.requests_since(first_mark) if r[1] == "/big.safetensors"]
+        self.assertEqual(len(ranges_of(requests)), 3, requests)  # the first mount's head and read; the second's head
+        self.assertEqual(ranges_of(requests)[1], (offset + start, offset + start + (128 << 10) - 1))
+        self.assertEqual([r[2] for r in requests], [206, 206, 304], requests)
+
+        mark = self.log_mark()
+        m = self.mount()
+        self.assertEqual(read_file(m.tensor("d", "raw")), expected)
+        asked = sorted(ranges_of(r for r in self.requests_since(mark, at_least=settled_stats_of(m)["requests"])
+                                 if r[1] == "/big.safetensors" and r[2] == 206))
+        for first, last in asked:
+            self.assertTrue(last < offset + start or first >= offset + start + (128 << 10), (first, last))
 
     def test_cat_uses_the_same_cache(self):
         m = Mount(self.url, "--cache-dir", self.cache).__enter__()
