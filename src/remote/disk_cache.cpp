@@ -282,6 +282,7 @@ void DiskCache::write(const fs::path& object, std::uint64_t index, const char* d
 }
 
 void DiskCache::write_piece(const fs::path& object, std::uint64_t index, const Piece& piece) {
+    if (!enabled() || piece.bytes.empty()) return;
     if (has_block_file(object, index)) return;  // written whole meanwhile
     const Piece kept = merged(read_piece(object, index).value_or(Piece{}), piece);
     std::string file(kPieceHeaderBytes, '\0');

@@ -71,6 +71,8 @@ public:
     // per block: a later piece is merged with it (block.hpp).
     void write_piece_later(const std::filesystem::path& object, std::uint64_t index,
                            std::shared_ptr<const Piece> piece);
+    // The same, written before it returns (no thread started).
+    void write_piece(const std::filesystem::path& object, std::uint64_t index, const Piece& piece);
     // The piece of block `index`; nullopt when there is none.
     std::optional<Piece> read_piece(const std::filesystem::path& object, std::uint64_t index);
     // Bytes from `from` on (at most `length`) of block `index` from its piece: how many it copied to `dst`, 0 when
@@ -123,7 +125,6 @@ private:
     // Waits for room in the queue, then queues `write` (with queue_mutex_ held by `lock`).
     void enqueue(std::unique_lock<std::mutex>& lock, Write write);
     void write_queued();
-    void write_piece(const std::filesystem::path& object, std::uint64_t index, const Piece& piece);
     // Counts `bytes` more in the folder, and evicts when it is over its budget.
     void count_written(std::uint64_t bytes);
     bool has_block_file(const std::filesystem::path& object, std::uint64_t index) const;

@@ -53,7 +53,8 @@ bool is_weak(const std::string& etag) { return etag.starts_with("W/"); }
 // `head` holds them.
 std::optional<DiskCache::Remembered> remembered_with_head(RemoteContext& context, const std::string& url,
                                                           std::string& head) {
-    auto known = context.disk().remembered(url);
+    // Filed under the URL without a password in it, as the blocks are: the record is a file on disk.
+    auto known = context.disk().remembered(without_credentials(url));
     if (!known || known->size == 0 || (known->etag.empty() && known->last_modified.empty())) return std::nullopt;
     head.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kHeadBytes, known->size)));
     const auto first_block = static_cast<std::size_t>(std::min<std::uint64_t>(kBlockBytes, known->size));
@@ -103,7 +104,9 @@ std::shared_ptr<RemoteObject> RemoteObject::open(std::shared_ptr<RemoteContext> 
             break;
         case 206: {
             const auto total = response.total_size();
-            if (!total) refuse(name, "the server answered a range request without the file's size (" + answered_by + ")");
+            if (!total) {
+                refuse(name, "the server answered a range request without the file's size (" + answered_by + ")");
+            }
             identity.size = *total;
             if (response.body_bytes != std::min<std::uint64_t>(kHeadBytes, *total)) {
                 refuse(name, "the server sent " + std::to_string(response.body_bytes) + " bytes for the first " +
@@ -171,16 +174,24 @@ void RemoteObject::read(std::uint64_t offset, std::size_t length, void* dst) con
     if (length == 0) return;
     const Deadline deadline = read_deadline();
     if (offset > size() || length > size() - offset) throw IoError(name(), "read past the end of the file");
+    auto* out = static_cast<char*>(dst);
     {
+        // What the open fetched is not fetched again: a header longer than it is read from there on.
         const std::lock_guard lock(head_mutex_);
-        if (offset + length <= head_.size()) {
-            std::memcpy(dst, head_.data() + offset, length);
-            return;
+        if (offset < head_.size()) {
+            const auto part = static_cast<std::size_t>(std::min<std::uint64_t>(length, head_.size() - offset));
+            std::memcpy(out, head_.data() + offset, part);
+            if (part == length) return;
+            offset += part;
+            length -= part;
+            out += part;
         }
     }
     // From memory or the disk cache where they are (a second open of a cached model fetches nothing); else exactly
-    // these bytes, kept for the reads that come for their blocks later.
-    read_blocks(offset, length, static_cast<char*>(dst), true, deadline);
+    // these bytes, kept for the reads that come for their blocks later. Written to the disk at once, not by the disk
+    // cache's writer thread: parsers read while a mount starts, before its daemon forks, and a thread started then
+    // would not be in the daemon.
+    read_blocks(offset, length, out, true, deadline, DiskWrite::Now);
 }
 
 void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void* dst, std::uint64_t,
@@ -200,7 +211,7 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
     // the block lands in the disk cache), else exactly its bytes (never two blocks for one small read).
     const bool exact = followed.ahead == 0 && offset / kBlockBytes != (end - 1) / kBlockBytes;
     try {
-        read_blocks(offset, length, static_cast<char*>(dst), exact, deadline);
+        read_blocks(offset, length, static_cast<char*>(dst), exact, deadline, DiskWrite::Later);
     } catch (const IoError&) {
         // The server left this read unanswered: the kernel asks again at once for the page a reader faults, which
         // then fails at once too, whichever block of the read held it up.
@@ -210,7 +221,7 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
 }
 
 void RemoteObject::read_blocks(std::uint64_t offset, std::size_t length, char* out, bool exact,
-                               Deadline deadline) const {
+                               Deadline deadline, DiskWrite disk_write) const {
     const std::uint64_t end = offset + length;
     for (std::uint64_t at = offset; at < end;) {
         const std::uint64_t index = at / kBlockBytes;
@@ -230,7 +241,7 @@ void RemoteObject::read_blocks(std::uint64_t offset, std::size_t length, char* o
                 const std::size_t count = static_cast<std::size_t>(std::min(end, upto * kBlockBytes) - at);
                 fetch(at, count, out, deadline);
                 context_->counters().disk_cache_misses.add(1);
-                keep_fetched(at, count, out);
+                keep_fetched(at, count, out, disk_write);
                 at += count;
                 out += count;
                 continue;
@@ -269,7 +280,7 @@ std::size_t RemoteObject::drop_head() const {
     }
     // Kept as the first bytes of block 0, so that they are not fetched again with it.
     if (head.empty() || on_disk(0) || context_->find(serial_, 0).valid()) return 0;
-    keep_fetched(0, head.size(), head.data());
+    keep_fetched(0, head.size(), head.data(), DiskWrite::Later);
     return head.size() == block_length(0) ? head.size() : 0;
 }
 
@@ -480,7 +491,7 @@ void RemoteObject::fetch_blocks(RemoteContext::Claim& claim, Deadline deadline) 
         }
         fetch_gap();
         context_->counters().disk_cache_misses.add(count);
-        hand_over(claim, buffers);
+        hand_over(claim, buffers, DiskWrite::Later);
     } catch (const IoError&) {
         context_->give_up(claim, std::current_exception());
         throw;
@@ -497,7 +508,8 @@ std::vector<std::shared_ptr<char[]>> RemoteObject::new_block_buffers(std::uint64
     return buffers;
 }
 
-void RemoteObject::hand_over(RemoteContext::Claim& claim, const std::vector<std::shared_ptr<char[]>>& buffers) const {
+void RemoteObject::hand_over(RemoteContext::Claim& claim, const std::vector<std::shared_ptr<char[]>>& buffers,
+                             DiskWrite disk_write) const {
     const std::uint64_t first = claim.first;
     const std::size_t count = claim.promises.size();
     std::vector<BlockPtr> blocks;
@@ -513,12 +525,19 @@ void RemoteObject::hand_over(RemoteContext::Claim& claim, const std::vector<std:
     context_->deliver(claim, blocks);
     // Kept on disk once its readers have it: a disk that falls behind never holds a block back from them.
     if (const auto& folder = cache_folder()) {
-        context_->disk().write_later(*folder, first, blocks);
+        if (disk_write == DiskWrite::Later) {
+            context_->disk().write_later(*folder, first, blocks);
+        } else {
+            for (const BlockPtr& block : blocks) {
+                context_->disk().write(*folder, block->index, block->bytes(), block->length);
+            }
+        }
         for (std::size_t i = 0; i < count; ++i) disk_state_[first + i] = 0;  // ask the disk when it left the memory
     }
 }
 
-void RemoteObject::keep_fetched(std::uint64_t offset, std::size_t length, const char* bytes) const {
+void RemoteObject::keep_fetched(std::uint64_t offset, std::size_t length, const char* bytes,
+                                DiskWrite disk_write) const {
     const std::uint64_t end = offset + length;
     for (std::uint64_t index = offset / kBlockBytes; index * kBlockBytes < end;) {
         const std::uint64_t begin = index * kBlockBytes;
@@ -528,7 +547,11 @@ void RemoteObject::keep_fetched(std::uint64_t offset, std::size_t length, const 
             const std::size_t part = static_cast<std::size_t>(std::min(end, begin + block_length(index)) - from);
             Piece piece{static_cast<std::size_t>(from - begin), std::string(bytes + (from - offset), part)};
             if (const auto& folder = cache_folder()) {
-                context_->disk().write_piece_later(*folder, index, std::make_shared<const Piece>(piece));
+                if (disk_write == DiskWrite::Later) {
+                    context_->disk().write_piece_later(*folder, index, std::make_shared<const Piece>(piece));
+                } else {
+                    context_->disk().write_piece(*folder, index, piece);
+                }
             }
             context_->keep_piece(serial_, index, std::move(piece));
             ++index;
@@ -550,7 +573,7 @@ void RemoteObject::keep_fetched(std::uint64_t offset, std::size_t length, const 
                 for (std::size_t i = 0; i < claimed; ++i) {
                     std::memcpy(buffers[i].get(), bytes + (begin - offset) + i * kBlockBytes, block_length(index + i));
                 }
-                hand_over(claim, buffers);
+                hand_over(claim, buffers, disk_write);
             } catch (...) {
                 context_->give_up(claim, nullptr);
                 throw;
@@ -661,7 +684,8 @@ const std::optional<std::filesystem::path>& RemoteObject::cache_folder() const {
                                                        std::to_string(kBlockBytes) + "\n");
         // So that the next open of the same URL can ask whether it changed (remembered_with_first_block).
         if (cache_folder_ && remembered_folder_ != cache_folder_) {
-            context_->disk().remember(url_, {identity_.etag, identity_.last_modified, size(), *cache_folder_});
+            context_->disk().remember(without_credentials(url_),
+                                      {identity_.etag, identity_.last_modified, size(), *cache_folder_});
         }
     });
     return cache_folder_;

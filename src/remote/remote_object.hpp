@@ -2,8 +2,10 @@
 //
 // Opening it asks for its first bytes (which the parsers read first anyway) and records its size and identity
 // (ETag, else Last-Modified); when the disk cache remembers the URL and still holds its first block, the request is
-// conditional (If-None-Match), and a 304 answer, which has no body, lets the cache give the identity and the bytes. Header reads fetch exactly the ranges the parsers ask for. Reads of tensors follow
-// the reader, not the tensor (read_in_region ignores the region):
+// conditional (If-None-Match), and a 304 answer, which has no body, lets the cache give the identity and the bytes.
+// Header reads fetch exactly the ranges the parsers ask for past those first bytes, and keep them (written to the
+// disk cache at once: they come before a daemon forks). Reads of tensors follow the reader, not the tensor
+// (read_in_region ignores the region):
 //   - a read that continues none of the object's recent streams fetches its block when it lies inside one, else
 //     exactly its own bytes (when they are not in memory or in the disk cache): a random touch costs 1 MiB at most;
 //     what it fetched is kept (parts of blocks as pieces, in memory and in the disk cache), so that a read of the
@@ -121,8 +123,12 @@ private:
     std::size_t drop_head() const;
     // Whether every block of bytes [offset, end) was in the disk cache before this process fetched any of it.
     bool cached_before(std::uint64_t offset, std::uint64_t end) const;
-    // read_in_region's bytes, block by block: from memory or the disk cache, else fetched (exactly, or whole blocks).
-    void read_blocks(std::uint64_t offset, std::size_t length, char* out, bool exact, Deadline deadline) const;
+    // How what a read fetched goes to the disk cache: queued for its writer thread, or written before the read
+    // returns (reads that may come before a daemon forks, whose threads would not be in the daemon).
+    enum class DiskWrite { Later, Now };
+    // Bytes of a read, block by block: from memory or the disk cache, else fetched (exactly, or whole blocks).
+    void read_blocks(std::uint64_t offset, std::size_t length, char* out, bool exact, Deadline deadline,
+                     DiskWrite disk_write) const;
     void read_ahead(const Follow& follow) const;
     void record_scheduled(std::uint64_t stream_end, std::uint64_t scheduled) const;
     // Copies bytes [from, from + length) of block `index` to `dst` from memory or the disk cache; false when the
@@ -139,11 +145,13 @@ private:
     // A buffer for each of blocks [first, first + count): a block dropped from memory frees its own bytes, never
     // waiting for the other blocks its range brought.
     std::vector<std::shared_ptr<char[]>> new_block_buffers(std::uint64_t first, std::size_t count) const;
-    // Makes the claimed blocks of their buffers, hands them to their waiters and queues them for the disk.
-    void hand_over(RemoteContext::Claim& claim, const std::vector<std::shared_ptr<char[]>>& buffers) const;
+    // Makes the claimed blocks of their buffers, hands them to their waiters and queues them for the disk (or writes
+    // them there).
+    void hand_over(RemoteContext::Claim& claim, const std::vector<std::shared_ptr<char[]>>& buffers,
+                   DiskWrite disk_write) const;
     // Keeps what an exact fetch brought, bytes [offset, offset + length): its whole blocks as fetched blocks, the
     // parts of blocks at its ends as pieces (see RemoteContext::keep_piece).
-    void keep_fetched(std::uint64_t offset, std::size_t length, const char* bytes) const;
+    void keep_fetched(std::uint64_t offset, std::size_t length, const char* bytes, DiskWrite disk_write) const;
     std::size_t block_length(std::uint64_t index) const;
     // Fetches bytes [offset, offset + length) into `dst` by `deadline`, checking that the object is still the one
     // opened.

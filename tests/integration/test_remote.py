@@ -341,6 +341,58 @@ class DiskCache(RemoteModel):
             pass  # the daemon was killed under the reader
 
 
+class HeaderLongerThanTheHead(unittest.TestCase):
+    """A file whose header is longer than what an open fetches: the parser reads the rest while the mount starts,
+    before its daemon forks. Those bytes are kept in the disk cache too (written at once: a thread started then would
+    not be in the daemon), and the daemon's own writes still reach the disk: the first mount fetches each byte of the
+    file once, and a 32 MiB tensor read again through a new mount on the same cache sends no range request."""
+
+    def setUp(self):
+        remote_servers.use_remote_environment()
+        self.data = tempfile.mkdtemp(prefix="tensorfs-remote-data-")
+        self.addCleanup(shutil.rmtree, self.data, ignore_errors=True)
+        self.cache = tempfile.mkdtemp(prefix="tensorfs-cache-")
+        self.addCleanup(shutil.rmtree, self.cache, ignore_errors=True)
+        values = np.random.default_rng(7).standard_normal(8 << 20, dtype=np.float32)
+        self.raw = values.tobytes()
+        header = {"__metadata__": {"notes": "n" * (300 << 10)},
+                  "w": {"dtype": "F32", "shape": [len(values)], "data_offsets": [0, len(self.raw)]}}
+        text = json.dumps(header).encode()
+        text += b" " * (-len(text) % 8)
+        self.assertGreater(len(text), 4 * HEAD)
+        with open(os.path.join(self.data, "long.safetensors"), "wb") as f:
+            f.write(struct.pack("<Q", len(text)) + text + self.raw)
+        self.size = 8 + len(text) + len(self.raw)
+        self.server = Nginx(self.data)
+        self.addCleanup(self.server.stop)
+        self.url = f"http://127.0.0.1:{self.server.http}/long.safetensors"
+
+    def requests(self, mark, at_least=0):
+        wait_until(lambda: len(self.server.log_lines()) - mark >= at_least)
+        return [r for r in requests_in(self.server.log_lines()[mark:]) if r[1] == "/long.safetensors"]
+
+    def read_through_a_mount(self):
+        m = Mount(self.url, "--cache-dir", self.cache).__enter__()
+        try:
+            self.assertEqual(read_file(m.tensor("w", "raw")), self.raw)
+            requests = settled_stats_of(m)["requests"]
+        finally:
+            m.__exit__(None, None, None)
+        self.assertTrue(wait_until(lambda: not daemon_pids(m.path)), "the daemon outlived its mount")
+        return requests
+
+    def test_each_byte_is_fetched_once_and_a_remount_sends_no_range_request(self):
+        mark = len(self.server.log_lines())
+        self.read_through_a_mount()
+        # The whole file was read (its header, then its only tensor): exactly the file was sent.
+        self.assertTrue(wait_until(lambda: sum(r[3] for r in self.requests(mark)) >= self.size))
+        self.assertEqual(sum(r[3] for r in self.requests(mark)), self.size, self.requests(mark))
+        mark = len(self.server.log_lines())
+        self.read_through_a_mount()
+        # Only the open's question whether the file changed, answered without a body.
+        self.assertEqual([(r[2], r[3]) for r in self.requests(mark, at_least=1)], [(304, 0)], self.requests(mark))
+
+
 class NetworkFaults(RemoteModel):
     """Each fault ends with the right bytes or EIO for that read, the daemon alive."""
 

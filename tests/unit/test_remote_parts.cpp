@@ -401,6 +401,19 @@ BOOST_AUTO_TEST_CASE(pieces_of_blocks_are_kept_on_disk_until_the_whole_block_is)
     BOOST_TEST(!cache.read_piece(*object, 3));  // the whole block is there: no piece of it
 }
 
+// A piece written at once (a read before a daemon forks) is there when write_piece returns, with no writer thread.
+BOOST_AUTO_TEST_CASE(a_piece_written_at_once_is_there_when_the_call_returns) {
+    const test::TempFolder folder;
+    DiskCache cache(folder.path(), 1 << 30);
+    const auto object = cache.object_folder("key");
+    BOOST_REQUIRE(object);
+    cache.write_piece(*object, 0, Piece{8, "header"});
+    const auto kept = cache.read_piece(*object, 0);
+    BOOST_REQUIRE(kept);
+    BOOST_TEST(kept->begin == 8u);
+    BOOST_TEST(kept->bytes == "header");
+}
+
 BOOST_AUTO_TEST_CASE(the_disk_cache_remembers_what_a_url_answered) {
     const test::TempFolder folder;
     DiskCache cache(folder.path(), 1 << 30);
