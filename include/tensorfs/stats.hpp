@@ -55,6 +55,7 @@ struct RemoteCounters {
     Gauge memory_budget;        // what in flight, in memory and queued may hold together
     Gauge max_connections;      // the mount option max_connections=
     Gauge readahead_limit;      // the mount option readahead=
+    Gauge timeout_ms;           // the mount option timeout=, in milliseconds
     Gauge first_byte_us;        // a range answer's time to its first byte (the round trip), recent average
     Gauge round_trip_us;        // a range answer's time to its last byte, recent average
     Gauge connection_rate;      // bytes per second of one connection while a range arrives, recent average

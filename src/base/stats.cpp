@@ -60,6 +60,7 @@ nlohmann::ordered_json RemoteCounters::to_json() const {
             {"disk_cache_hits", disk_cache_hits.get()},
             {"disk_cache_misses", disk_cache_misses.get()},
             {"objects_changed", objects_changed.get()},
+            {"timeout_ms", timeout_ms.get()},
             {"readahead",
              {{"window_bytes", window_bytes.get()},
               {"connections_in_use", connections_in_use.get()},

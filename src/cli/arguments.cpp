@@ -72,6 +72,11 @@ std::string take_source_flags(const SplitArguments& split, SourceOptions& option
         }
         options.disk_cache_size = *bytes;
     }
+    if (const auto seconds = split.values.find("--timeout"); seconds != split.values.end()) {
+        const auto timeout = parse_timeout(seconds->second);
+        if (!timeout) return "bad --timeout '" + seconds->second + "' (seconds, e.g. 20 or 2.5)";
+        options.timeout = *timeout;
+    }
     return {};
 }
 

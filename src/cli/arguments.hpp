@@ -33,8 +33,10 @@ std::string positional_problem(std::string_view command, const std::vector<std::
 
 // The flags every command that reads a SOURCE takes: --model PATH (the model to read in a folder that holds
 // several, as -o model=PATH picks the one to mount), for remote sources --cache-dir DIR, --disk-cache-size SIZE,
-// and -o OPT[,OPT...] with the mount's options (proxy=, header=, max_connections=...; the others change nothing).
-inline const std::vector<std::string_view> kSourceFlags = {"--model", "--cache-dir", "--disk-cache-size", "-o"};
+// --timeout SECONDS, and -o OPT[,OPT...] with the mount's options (proxy=, header=, max_connections=...; the
+// others change nothing).
+inline const std::vector<std::string_view> kSourceFlags = {"--model", "--cache-dir", "--disk-cache-size", "--timeout",
+                                                           "-o"};
 
 // The values of -o, --cache-dir and --disk-cache-size put into `options`; returns an error message, or "".
 std::string take_source_flags(const SplitArguments& split, SourceOptions& options);

@@ -162,6 +162,7 @@ int remove_blocks(const std::filesystem::path& folder, std::uint64_t keep_bytes,
             ::unlink((object.folder / "key").c_str());
             ::rmdir(object.folder.c_str());
         }
+        remote::forget_every_url(folder);
     }
     if (lock >= 0) ::close(lock);
     std::printf("removed %s, %s left (%zu block%s scanned)\n", human_size(before - left).c_str(),
@@ -172,6 +173,7 @@ int remove_blocks(const std::filesystem::path& folder, std::uint64_t keep_bytes,
 }  // namespace
 
 int cache_command(const Arguments& args) {
+    // The cache's own flags: it reads no SOURCE, so --timeout is not among them.
     const SplitArguments split =
         split_arguments(args, {}, {"--cache-dir", "--disk-cache-size", "--older-than", "--max-size"});
     if (!split.error.empty()) return usage_error(split.error);

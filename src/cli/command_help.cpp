@@ -16,10 +16,13 @@ constexpr CommandHelp kCommands[] = {
      "Unmounts a tensorfs mount (also one whose daemon died). Says \"no such folder\", \"not mounted\" for a folder\n"
      "that holds no mount, \"busy\" naming the mounts inside it, and \"busy\" while files under it are still open\n"
      "(lsof +f -- MOUNTPOINT lists them), after trying again for 2 s (a process that reads a file of the mount,\n"
-     "such as tensorfs status, holds it for that moment).\n"},
+     "such as tensorfs status, holds it for that moment), and for the mount's timeout= more when its source is\n"
+     "remote (a reader waiting on a server that went away gets its error by then, and lets the mount go).\n"},
     {"ls",
      "usage: tensorfs ls SOURCE [--json] [--model PATH] [-o OPT] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+     "                  [--timeout SECONDS]\n"
      "       tensorfs ls --files SOURCE [--json] [--model PATH] [-o OPT] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+     "                  [--timeout SECONDS]\n"
      "\n"
      "The tensors of SOURCE, one per line: name, dtype, shape, stored size. --json: their meta.json documents.\n"
      "On a tensorfs mount point, describes the mount's SOURCE. --files: what a mount's source/ folder and side\n"
@@ -28,6 +31,7 @@ constexpr CommandHelp kCommands[] = {
      "one, by its path in the folder, as -o model=PATH does for a mount.\n"},
     {"info",
      "usage: tensorfs info SOURCE [--json] [--model PATH] [-o OPT] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+     "                    [--timeout SECONDS]\n"
      "\n"
      "Format, files, tensor and parameter counts, size, bits per weight, dtypes and metadata of SOURCE.\n"
      "--json: model.json plus parameter_count, bits_per_weight, dtypes. On a tensorfs mount point, describes\n"
@@ -35,7 +39,7 @@ constexpr CommandHelp kCommands[] = {
      "them); --model PATH picks one.\n"},
     {"cat",
      "usage: tensorfs cat SOURCE TENSOR [--f32 | --npy | --bf16 | --f16 | --raw] [--model PATH] [--cache-dir DIR]\n"
-     "                   [-o OPT] [--disk-cache-size SIZE]\n"
+     "                   [-o OPT] [--disk-cache-size SIZE] [--timeout SECONDS]\n"
      "\n"
      "Writes one tensor to stdout (a file or a pipe, not a terminal), as a mount's files hold it: --f32\n"
      "dequant.f32 (the default), --npy dequant.npy, --bf16 dequant.bf16, --f16 dequant.f16, --raw the stored\n"
@@ -43,13 +47,14 @@ constexpr CommandHelp kCommands[] = {
      "SOURCE of several models (without it, such a folder is refused, naming them).\n"},
     {"convert",
      "usage: tensorfs convert SOURCE OUT.safetensors [--dtype keep|bf16|f16|f32] [--force] [--model PATH]\n"
-     "                       [-o OPT] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+     "                       [-o OPT] [--cache-dir DIR] [--disk-cache-size SIZE] [--timeout SECONDS]\n"
      "\n"
      "Writes the bytes a mount shows as model.safetensors to OUT (--dtype: as -o export_dtype=). OUT appears\n"
      "only when complete. Refuses an OUT that is SOURCE or one of its files, and (unless --force) an OUT whose\n"
      "name does not end in .safetensors. --model PATH: as for cat.\n"},
     {"validate",
      "usage: tensorfs validate SOURCE [--json] [--model PATH] [-o OPT] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+     "                        [--timeout SECONDS]\n"
      "\n"
      "Checks every header rule of SOURCE; exit 0 when valid, 1 with one line per problem. --json: one JSON\n"
      "document on stdout, {\"valid\": …, \"format\": …, \"tensors\": …, \"files\": …, \"problems\": [...]}.\n"
@@ -69,7 +74,7 @@ constexpr CommandHelp kCommands[] = {
      "model at PATH in A and in B, both folders (name the file for one side: A/PATH).\n"},
     {"prefetch",
      "usage: tensorfs prefetch SOURCE [--tensors GLOB] [--files GLOB] [--quiet] [--verify] [-o OPT] [--model PATH]\n"
-     "                        [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+     "                        [--cache-dir DIR] [--disk-cache-size SIZE] [--timeout SECONDS]\n"
      "\n"
      "Fills the disk cache with SOURCE's weight files (--tensors: the tensors whose names match; --files: every\n"
      "file of source/ and the side files whose paths relative to SOURCE match, config.json and tokenizer files\n"
@@ -78,7 +83,9 @@ constexpr CommandHelp kCommands[] = {
      "(the Hub's LFS sha256; S3's x-amz-checksum-sha256, else a single-part upload's ETag MD5; else \"no\n"
      "checksum\"); a file that does not match loses its cached blocks, is named, and the exit status is 1.\n"
      "A local SOURCE is read in place, with no disk cache: there is nothing to prefetch (exit 0). --model PATH\n"
-     "(or -o model=PATH): the model at PATH in a folder SOURCE of several models.\n"},
+     "(or -o model=PATH): the model at PATH in a folder SOURCE of several models. --timeout SECONDS (or -o\n"
+     "timeout=): how long each request may wait for the server, retries included (default 20); past it the\n"
+     "command fails naming the file.\n"},
     {"status",
      "usage: tensorfs status [--json]\n"
      "\n"

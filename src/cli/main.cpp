@@ -22,7 +22,7 @@ namespace {
 // The help is made of these parts: `tensorfs --help` prints them all, `tensorfs help mount` mount's own.
 constexpr const char* kMountUsage =
     "usage: tensorfs mount SOURCE MOUNTPOINT [-f] [-d] [-s] [-o OPT[,OPT...]] [--cache-size SIZE] [--threads N]\n"
-    "                      [--model PATH] [--cache-dir DIR] [--disk-cache-size SIZE]\n"
+    "                      [--model PATH] [--cache-dir DIR] [--disk-cache-size SIZE] [--timeout SECONDS]\n"
     "       tensorfs SOURCE MOUNTPOINT [-o OPT[,OPT...]]     (the form mount(8) and fstab use)\n";
 
 constexpr const char* kOtherUsage =
@@ -44,7 +44,8 @@ constexpr const char* kOtherUsage =
     "       tensorfs prefetch SOURCE [--tensors GLOB] [--files GLOB] [--quiet] [--verify] [-o OPT] [--model PATH]\n"
     "                         [--cache-dir DIR] [--disk-cache-size SIZE]\n"
     "       tensorfs csi --endpoint unix:///PATH/csi.sock --node-id NAME [--state-dir DIR] [--cache-dir DIR]\n"
-    "       tensorfs --help | --version\n";
+    "       tensorfs --help | --version\n"
+    "(every command that reads a SOURCE also takes --timeout SECONDS)\n";
 
 constexpr const char* kDescription =
     "\n"
@@ -118,15 +119,18 @@ constexpr const char* kMountOptions =
     "                                         HTTPS_PROXY, ALL_PROXY; hosts in NO_PROXY go direct)\n"
     "                       header=NAME:VALUE a header every request carries (repeat it for more), e.g.\n"
     "                                         header=X-Dragonfly-Use-P2P:true\n"
+    "                       timeout=SECONDS   how long one read may wait for the server, retries included\n"
+    "                                         (default 20); past it the read fails with EIO, the mount goes on\n"
     "                       dev, nodev, suid, nosuid, exec, noexec, atime, noatime, sync, async, dirsync\n"
     "                       ro, rw (the mount is read-only either way), defaults, auto, noauto, user,\n"
     "                       users, nouser, owner, group, nofail, _netdev, x-*, comment=*, relatime,\n"
     "                       strictatime, nodiratime, lazytime: accepted, changing nothing\n"
     "  --cache-size SIZE  same as -o cache_size=SIZE\n"
     "  --threads N        same as -o threads=N\n"
-    "  --model PATH, --cache-dir DIR, --disk-cache-size SIZE   same as -o model=PATH, cache_dir=DIR,\n"
-    "                     disk_cache_size=SIZE; ls, info, cat, convert, validate, diff (--model: the same PATH\n"
-    "                     in A and B) and prefetch take them too, and -o with the options of remote sources\n"
+    "  --model PATH, --cache-dir DIR, --disk-cache-size SIZE, --timeout SECONDS   same as -o model=PATH,\n"
+    "                     cache_dir=DIR, disk_cache_size=SIZE, timeout=SECONDS; ls, info, cat, convert, validate,\n"
+    "                     diff (--model: the same PATH in A and B) and prefetch take them too, and -o with the\n"
+    "                     options of remote sources\n"
     "  --secrets-fd N     read credentials from file descriptor N: a JSON object of HF_TOKEN, AWS_ACCESS_KEY_ID,\n"
     "                     AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, username, password (for programs that start\n"
     "                     tensorfs: no command line, environment or file shows them)\n"

@@ -1,5 +1,5 @@
 // `tensorfs mount SOURCE MOUNTPOINT [-f] [-d] [-s] [-o OPT[,OPT…]] [--cache-size SIZE] [--threads N]
-//                 [--model PATH] [--cache-dir DIR] [--disk-cache-size SIZE] [--secrets-fd N]`
+//                 [--model PATH] [--cache-dir DIR] [--disk-cache-size SIZE] [--timeout SECONDS] [--secrets-fd N]`
 #include <algorithm>
 #include <charconv>
 #include <optional>
@@ -52,7 +52,8 @@ int mount_command(const Arguments& args) {
             const auto threads = text ? parse_threads(*text) : std::nullopt;
             if (!threads) return usage_error("--threads needs a number from 1 to 1024");
             options.threads = *threads;
-        } else if (arg == "--cache-size" || arg == "--cache-dir" || arg == "--disk-cache-size" || arg == "--model") {
+        } else if (arg == "--cache-size" || arg == "--cache-dir" || arg == "--disk-cache-size" || arg == "--model" ||
+                   arg == "--timeout") {
             const std::string* text = value();
             if (text == nullptr) return usage_error(arg + " needs a value");
             // The -o option of the same name (cache_size=...), so that both are checked alike.
@@ -68,7 +69,7 @@ int mount_command(const Arguments& args) {
         } else if (arg.starts_with("-") && arg.size() > 1) {
             return usage_error("unknown option '" + arg + "'" +
                                did_you_mean(arg, {"-f", "-d", "-s", "-o", "--cache-size", "--threads", "--cache-dir",
-                                                  "--disk-cache-size", "--model", "--secrets-fd"}));
+                                                  "--disk-cache-size", "--model", "--timeout", "--secrets-fd"}));
         } else {
             positional.push_back(arg);
         }

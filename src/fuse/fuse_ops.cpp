@@ -16,6 +16,7 @@
 #include "request_loop.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/names.hpp"
+#include "tensorfs/read_began.hpp"
 
 namespace tensorfs {
 namespace {
@@ -150,6 +151,11 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
     });
 }
 
+// The live counters: rendered anew at every open, from memory. They never wait, so the loop's thread answers their
+// reads (op_read): `tensorfs stats`, `status` and `umount` get them at once also while every worker waits for a
+// server that went away.
+bool is_live_counters(Node node) { return node.kind == NodeKind::StatsJson || node.kind == NodeKind::Metrics; }
+
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     count(req, FuseRequest::Open);
     const Filesystem& fs = filesystem_of(req);
@@ -163,7 +169,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
         return (void)fuse_reply_err(req, EIO);
     }
     // Live counters must be read anew at every open; everything else may stay in the page cache.
-    fi->keep_cache = node->kind != NodeKind::StatsJson && node->kind != NodeKind::Metrics;
+    fi->keep_cache = !is_live_counters(*node);
     fi->noflush = 1;
     count_reply(fs, fuse_reply_open(req, fi));
 }
@@ -212,6 +218,8 @@ void observe_latency(Filesystem& fs, NodeKind kind, std::chrono::steady_clock::t
 }
 
 void serve_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, std::chrono::steady_clock::time_point arrived) {
+    // A remote source's timeout= counts from here: the time queued for a worker is the reader's wait too.
+    const ReadBegan began(arrived);
     Filesystem& fs = filesystem_of(req);
     const auto node = fs.tree.node_of(ino);
     if (!node) return (void)fuse_reply_err(req, ENOENT);
@@ -252,7 +260,8 @@ bool served_from_page_cache(fuse_req_t req, Filesystem& fs, Node node, off_t off
 }
 
 // Reads go to the read workers when there are some (mount.cpp says why), but for quick ones of the source's bytes
-// (a copy the loop's thread makes faster than it could hand it over); the loop's thread answers the rest.
+// (a copy the loop's thread makes faster than it could hand it over) and the live counters; the loop's thread
+// answers the rest.
 void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
     const auto arrived = std::chrono::steady_clock::now();
     count(req, FuseRequest::Read);
@@ -260,6 +269,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
     if (fs.read_workers != nullptr) {
         const auto node = fs.tree.node_of(ino);
         if (node && served_from_page_cache(req, fs, *node, off, size, arrived)) return;
+        if (node && is_live_counters(*node)) return serve_read(req, ino, size, off, arrived);
         fs.read_workers->offer([=] { serve_read(req, ino, size, off, arrived); });  // never refused: unbounded
         return;
     }

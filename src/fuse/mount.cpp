@@ -14,11 +14,14 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string_view>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "daemon.hpp"
 #include "fuse_ops.hpp"
@@ -265,6 +268,17 @@ std::optional<FusermountResult> run_fusermount(const char* flag, const std::stri
 constexpr auto kBusyRetryTime = std::chrono::seconds(2);
 constexpr auto kBusyRetryPause = std::chrono::milliseconds(50);
 
+// How long a read of the mount may wait for the network (its timeout=, as its stats.json says, which the daemon
+// answers at once): a reader held by a server that went away gets its error by then, and lets the mount go. Zero
+// for a local source, or when the counters cannot be read.
+std::chrono::milliseconds read_timeout_of(const std::string& mountpoint) {
+    std::ifstream file(std::filesystem::path(mountpoint) / ".tensorfs" / "stats.json");
+    const auto stats = nlohmann::json::parse(file, nullptr, false);
+    const nlohmann::json::json_pointer timeout("/remote/timeout_ms");
+    if (stats.is_discarded() || !stats.contains(timeout) || !stats[timeout].is_number_integer()) return {};
+    return std::chrono::milliseconds(std::max<std::int64_t>(0, stats[timeout].get<std::int64_t>()));
+}
+
 }  // namespace
 
 int run_umount(const std::string& mountpoint) {
@@ -275,7 +289,9 @@ int run_umount(const std::string& mountpoint) {
     struct statfs filesystem {};
     const bool daemon_died =
         ::statfs(mountpoint.c_str(), &filesystem) != 0 && (errno == ENOTCONN || errno == ECONNABORTED);
-    const auto give_up = std::chrono::steady_clock::now() + kBusyRetryTime;
+    const auto started = std::chrono::steady_clock::now();
+    auto give_up = started + kBusyRetryTime;
+    bool asked_for_timeout = false;
     for (;;) {
         const auto result = run_fusermount(daemon_died ? "-uz" : "-u", mountpoint);
         if (!result) return 2;
@@ -287,6 +303,11 @@ int run_umount(const std::string& mountpoint) {
             std::fprintf(stderr, "tensorfs: %s: %s\n", mountpoint.c_str(),
                          said.empty() ? "cannot unmount" : said.c_str());
             return 2;
+        }
+        if (!asked_for_timeout && !daemon_died) {
+            // A reader waiting for a remote source holds the mount until its read times out.
+            asked_for_timeout = true;
+            give_up = std::max(give_up, started + read_timeout_of(mountpoint) + kBusyRetryTime);
         }
         if (std::chrono::steady_clock::now() >= give_up) {
             std::fprintf(stderr, "tensorfs: %s: busy: files are still open under %s\n", mountpoint.c_str(),

@@ -29,9 +29,9 @@ constexpr std::array<std::string_view, 3> kIgnoredPrefixes = {"x-", "X-", "comme
 // tensorfs's own options, by name (NAME=VALUE). take_option_list takes no other option as its own: one parsed
 // below but missing here is refused as unknown, so that this list stays whole, and a mistyped name is matched
 // against it.
-constexpr std::array<std::string_view, 10> kOwnOptions = {
-    "cache_size",      "threads",   "export_dtype", "model", "cache_dir", "disk_cache_size",
-    "max_connections", "readahead", "proxy",        "header",
+constexpr std::array<std::string_view, 11> kOwnOptions = {
+    "cache_size",      "threads",   "export_dtype", "model",   "cache_dir", "disk_cache_size",
+    "max_connections", "readahead", "proxy",        "header",  "timeout",
 };
 
 // libfuse's and mount(8)'s usual options (libfuse itself says which it takes), for suggestions only.
@@ -144,6 +144,10 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
             if (std::string error = take_proxy(option.substr(6), options.source_options); !error.empty()) return error;
         } else if (option.starts_with("header=")) {
             if (std::string error = take_header(option.substr(7), options.source_options); !error.empty()) return error;
+        } else if (option.starts_with("timeout=")) {
+            const auto timeout = parse_timeout(option.substr(8));
+            if (!timeout) return "bad timeout '" + std::string(option.substr(8)) + "' (seconds, e.g. 20 or 2.5)";
+            options.source_options.timeout = *timeout;
         } else {
             return "unknown mount option '" + std::string(option) + "'";  // listed in kOwnOptions, parsed nowhere
         }

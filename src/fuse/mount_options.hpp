@@ -9,7 +9,8 @@
 
 namespace tensorfs {
 
-// Takes out tensorfs's own options (cache_size=, threads=, export_dtype=, model=, cache_dir=, disk_cache_size=), drops
+// Takes out tensorfs's own options (cache_size=, threads=, export_dtype=, model=, cache_dir=, disk_cache_size=,
+// max_connections=, readahead=, timeout=), drops
 // the ones that mean nothing for a read-only FUSE mount (ro, rw, defaults, noauto, nofail, _netdev, x-*,
 // relatime, ...) and hands the rest to libfuse, refusing any that libfuse does not take either. Returns an error
 // message, or an empty string.

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 
 namespace tensorfs::remote {
 
@@ -25,5 +27,22 @@ struct Block {
     const char* bytes() const { return storage.get(); }
 };
 using BlockPtr = std::shared_ptr<const Block>;
+
+// Bytes [begin, begin + bytes.size()) of one block: what an exact read fetched of it, kept so that fetching the
+// block whole later asks only for the rest.
+struct Piece {
+    std::size_t begin = 0;
+    std::string bytes;
+
+    std::size_t end() const { return begin + bytes.size(); }
+};
+
+// Two pieces of one block as one: their union when they overlap or touch, else the longer one.
+inline Piece merged(Piece a, Piece b) {
+    if (b.begin < a.begin) std::swap(a, b);
+    if (b.begin > a.end()) return a.bytes.size() >= b.bytes.size() ? std::move(a) : std::move(b);
+    if (b.end() > a.end()) a.bytes.append(b.bytes, a.end() - b.begin, std::string::npos);
+    return a;
+}
 
 }  // namespace tensorfs::remote

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <system_error>
@@ -22,7 +23,11 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kBlockSuffix = ".block";
+constexpr const char* kPieceSuffix = ".piece";
+// A piece file: where the piece begins in its block (8 bytes, little-endian), then its bytes.
+constexpr std::size_t kPieceHeaderBytes = 8;
 constexpr const char* kTemporaryPrefix = ".tmp-";
+constexpr const char* kUrlSuffix = ".url";
 // Eviction brings the folder down to this share of the budget, so that it does not run again at every write.
 constexpr double kEvictDownTo = 0.9;
 // A temporary file older than this was left by a process that died mid-write.
@@ -121,16 +126,24 @@ void DiskCache::write_later(const fs::path& object, std::uint64_t first, const s
     if (queued_bytes_) {
         for (const BlockPtr& block : blocks) queued_bytes_(block, true);
     }
-    for (std::size_t i = 0; i < blocks.size(); ++i) {
-        const std::size_t length = blocks[i]->length;
-        queue_changed_.wait(lock, [&] { return queue_bytes_ == 0 || queue_bytes_ + length <= max_queued_; });
-        queue_bytes_ += length;
-        queue_.push_back(Write{object, first + i, blocks[i]});
-        if (!writer_.joinable()) {
-            start_threads_blocking_exit_signals([this] { writer_ = std::thread([this] { write_queued(); }); });
-        }
-        queue_changed_.notify_all();
+    for (std::size_t i = 0; i < blocks.size(); ++i) enqueue(lock, Write{object, first + i, blocks[i], nullptr});
+}
+
+void DiskCache::write_piece_later(const fs::path& object, std::uint64_t index, std::shared_ptr<const Piece> piece) {
+    if (!enabled() || piece == nullptr || piece->bytes.empty()) return;
+    std::unique_lock lock(queue_mutex_);
+    enqueue(lock, Write{object, index, nullptr, std::move(piece)});
+}
+
+void DiskCache::enqueue(std::unique_lock<std::mutex>& lock, Write write) {
+    const std::size_t length = write.bytes();
+    queue_changed_.wait(lock, [&] { return queue_bytes_ == 0 || queue_bytes_ + length <= max_queued_; });
+    queue_bytes_ += length;
+    queue_.push_back(std::move(write));
+    if (!writer_.joinable()) {
+        start_threads_blocking_exit_signals([this] { writer_ = std::thread([this] { write_queued(); }); });
     }
+    queue_changed_.notify_all();
 }
 
 void DiskCache::wait_written() {
@@ -147,10 +160,14 @@ void DiskCache::write_queued() {
         Write next = std::move(queue_.front());
         queue_.pop_front();
         lock.unlock();
-        write(next.object, next.index, next.block->bytes(), next.block->length);
-        const std::size_t length = next.block->length;
-        if (queued_bytes_) queued_bytes_(next.block, false);
-        next.block.reset();
+        const std::size_t length = next.bytes();
+        if (next.block) {
+            write(next.object, next.index, next.block->bytes(), next.block->length);
+            if (queued_bytes_) queued_bytes_(next.block, false);
+        } else {
+            write_piece(next.object, next.index, *next.piece);
+        }
+        next = Write{};
         lock.lock();
         queue_bytes_ -= length;
         queue_changed_.notify_all();
@@ -172,6 +189,40 @@ std::optional<fs::path> DiskCache::object_folder(const std::string& key) {
     const auto stored = read_small_file(key_file);  // another process may have published its key first
     if (stored && *stored == key) return object;
     return std::nullopt;
+}
+
+// The file holds five lines: the URL (to detect collisions), the ETag, the Last-Modified, the size, and the name
+// of the object's folder. Header values and URLs hold no line breaks.
+std::optional<DiskCache::Remembered> DiskCache::remembered(const std::string& url) const {
+    if (!enabled()) return std::nullopt;
+    const auto text = read_small_file(folder_ / (hash_text(url) + kUrlSuffix));
+    if (!text) return std::nullopt;
+    std::vector<std::string> lines;
+    for (std::size_t start = 0; start < text->size();) {
+        const std::size_t end = text->find('\n', start);
+        if (end == std::string::npos) return std::nullopt;
+        lines.push_back(text->substr(start, end - start));
+        start = end + 1;
+    }
+    if (lines.size() != 5 || lines[0] != url || lines[4].empty() || lines[4].find('/') != std::string::npos) {
+        return std::nullopt;
+    }
+    Remembered what{lines[1], lines[2], 0, folder_ / lines[4]};
+    const auto [stop, error] = std::from_chars(lines[3].data(), lines[3].data() + lines[3].size(), what.size);
+    if (error != std::errc() || stop != lines[3].data() + lines[3].size()) return std::nullopt;
+    return what;
+}
+
+void DiskCache::remember(const std::string& url, const Remembered& what) {
+    if (!enabled()) return;
+    for (const std::string* line : {&url, &what.etag, &what.last_modified}) {
+        if (line->find('\n') != std::string::npos) return;
+    }
+    const std::string text = url + "\n" + what.etag + "\n" + what.last_modified + "\n" + std::to_string(what.size) +
+                             "\n" + what.object.filename().string() + "\n";
+    std::error_code error;
+    fs::create_directories(folder_, error);
+    publish(folder_ / (hash_text(url) + kUrlSuffix), text.data(), text.size());
 }
 
 bool DiskCache::read(const fs::path& object, std::uint64_t index, char* dst, std::size_t length) {
@@ -210,7 +261,8 @@ bool DiskCache::has(const fs::path& object, std::uint64_t index, std::size_t blo
 void DiskCache::remove_object(const fs::path& object) {
     std::error_code error;
     for (fs::directory_iterator files(object, error), end; !error && files != end; files.increment(error)) {
-        if (files->path().filename().string().ends_with(kBlockSuffix)) ::unlink(files->path().c_str());
+        const std::string name = files->path().filename().string();
+        if (name.ends_with(kBlockSuffix) || name.ends_with(kPieceSuffix)) ::unlink(files->path().c_str());
     }
     const std::lock_guard lock(mutex_);
     used_.reset();  // counted again at the next write
@@ -224,9 +276,75 @@ void DiskCache::write(const fs::path& object, std::uint64_t index, const char* d
         fs::create_directories(object, error);
         if (error || !publish(path, data, length)) return;
     }
+    // The whole block holds what a piece of it held.
+    ::unlink((object / (std::to_string(index) + kPieceSuffix)).c_str());
+    count_written(length);
+}
+
+void DiskCache::write_piece(const fs::path& object, std::uint64_t index, const Piece& piece) {
+    if (!enabled() || piece.bytes.empty()) return;
+    if (has_block_file(object, index)) return;  // written whole meanwhile
+    const Piece kept = merged(read_piece(object, index).value_or(Piece{}), piece);
+    std::string file(kPieceHeaderBytes, '\0');
+    for (std::size_t i = 0; i < kPieceHeaderBytes; ++i) file[i] = static_cast<char>((kept.begin >> (8 * i)) & 0xff);
+    file += kept.bytes;
+    const fs::path path = object / (std::to_string(index) + kPieceSuffix);
+    if (!publish(path, file.data(), file.size())) {
+        std::error_code error;
+        fs::create_directories(object, error);
+        if (error || !publish(path, file.data(), file.size())) return;
+    }
+    count_written(piece.bytes.size());
+}
+
+std::optional<Piece> DiskCache::read_piece(const fs::path& object, std::uint64_t index) {
+    if (!enabled()) return std::nullopt;
+    const auto file = read_small_file(object / (std::to_string(index) + kPieceSuffix));
+    if (!file || file->size() <= kPieceHeaderBytes) return std::nullopt;
+    Piece piece;
+    for (std::size_t i = 0; i < kPieceHeaderBytes; ++i) {
+        piece.begin |= static_cast<std::size_t>(static_cast<unsigned char>((*file)[i])) << (8 * i);
+    }
+    piece.bytes = file->substr(kPieceHeaderBytes);
+    return piece;
+}
+
+std::size_t DiskCache::read_from_piece(const fs::path& object, std::uint64_t index, std::size_t from, char* dst,
+                                       std::size_t length) {
+    if (!enabled()) return 0;
+    const int fd = ::open((object / (std::to_string(index) + kPieceSuffix)).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    unsigned char header[kPieceHeaderBytes];
+    struct stat status {};
+    bool held = ::pread(fd, header, sizeof header, 0) == static_cast<ssize_t>(sizeof header) &&
+                ::fstat(fd, &status) == 0 && static_cast<std::size_t>(status.st_size) > kPieceHeaderBytes;
+    std::size_t begin = 0;
+    for (std::size_t i = 0; held && i < kPieceHeaderBytes; ++i) begin |= static_cast<std::size_t>(header[i]) << (8 * i);
+    const std::size_t end = held ? begin + static_cast<std::size_t>(status.st_size) - kPieceHeaderBytes : 0;
+    held = held && from >= begin && from < end;
+    const std::size_t count = held ? std::min(length, end - from) : 0;
+    std::size_t done = 0;
+    while (held && done < count) {
+        const ssize_t got = ::pread(fd, dst + done, count - done,
+                                    static_cast<off_t>(kPieceHeaderBytes + from - begin + done));
+        if (got < 0 && errno == EINTR) continue;
+        held = got > 0;
+        if (held) done += static_cast<std::size_t>(got);
+    }
+    if (held) ::futimens(fd, nullptr);  // used now: eviction goes by mtime
+    ::close(fd);
+    return held ? count : 0;
+}
+
+bool DiskCache::has_block_file(const fs::path& object, std::uint64_t index) const {
+    struct stat status {};
+    return ::stat((object / (std::to_string(index) + kBlockSuffix)).c_str(), &status) == 0;
+}
+
+void DiskCache::count_written(std::uint64_t bytes) {
     {
         const std::lock_guard lock(mutex_);
-        if (used_) *used_ += length;
+        if (used_) *used_ += bytes;
     }
     evict_if_over_budget();
 }
@@ -276,13 +394,20 @@ std::vector<StoredObject> scan_cache_folder(const fs::path& folder, bool remove_
                     now - fs::last_write_time(files->path(), time_error) > kStaleTemporary) {
                     ::unlink(files->path().c_str());
                 }
-            } else if (name.ends_with(kBlockSuffix)) {
+            } else if (name.ends_with(kBlockSuffix) || name.ends_with(kPieceSuffix)) {
                 object.blocks.push_back({files->path(), static_cast<std::uint64_t>(status.st_size), status.st_mtim});
             }
         }
         objects.push_back(std::move(object));
     }
     return objects;
+}
+
+void forget_every_url(const fs::path& folder) {
+    std::error_code error;
+    for (fs::directory_iterator entries(folder, error), end; !error && entries != end; entries.increment(error)) {
+        if (entries->path().filename().string().ends_with(kUrlSuffix)) ::unlink(entries->path().c_str());
+    }
 }
 
 std::uint64_t remove_least_recent(std::vector<StoredBlock> blocks, std::uint64_t keep_bytes,

@@ -2,6 +2,9 @@
 //
 //   DIR/v1/<hash of the object's key>/key          the key itself (URL, identity, block size), to detect collisions
 //   DIR/v1/<hash of the object's key>/<N>.block    block N of the object, exactly its bytes
+//   DIR/v1/<hash of the object's key>/<N>.piece    part of block N that an exact read fetched (see write_piece_later)
+//   DIR/v1/<hash of a URL>.url                     what the URL answered when last opened: its identity, its size
+//                                                  and its object's folder (see remembered())
 //
 // The key holds the object's identity (ETag, or Last-Modified and size), so a changed object never meets the
 // blocks of its old self. A block is written to a temporary file and renamed into place: a process killed
@@ -20,6 +23,7 @@
 #include <deque>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -62,8 +66,34 @@ public:
     bool read_part(const std::filesystem::path& object, std::uint64_t index, std::size_t block_length,
                    std::size_t from, char* dst, std::size_t length, bool touch);
 
+    // A part of block `index` that an exact read fetched: kept on disk (written on the writer thread) until the
+    // whole block is written, which removes it, so that each byte is fetched once also across mounts. One piece file
+    // per block: a later piece is merged with it (block.hpp).
+    void write_piece_later(const std::filesystem::path& object, std::uint64_t index,
+                           std::shared_ptr<const Piece> piece);
+    // The same, written before it returns (no thread started).
+    void write_piece(const std::filesystem::path& object, std::uint64_t index, const Piece& piece);
+    // The piece of block `index`; nullopt when there is none.
+    std::optional<Piece> read_piece(const std::filesystem::path& object, std::uint64_t index);
+    // Bytes from `from` on (at most `length`) of block `index` from its piece: how many it copied to `dst`, 0 when
+    // no piece holds byte `from`.
+    std::size_t read_from_piece(const std::filesystem::path& object, std::uint64_t index, std::size_t from, char* dst,
+                                std::size_t length);
+
     // Whether block `index` is there, `block_length` bytes long.
     bool has(const std::filesystem::path& object, std::uint64_t index, std::size_t block_length) const;
+
+    // What opening `url` last learned, so that opening it again may ask whether it changed (a conditional request,
+    // answered without a body) instead of fetching its first bytes again.
+    struct Remembered {
+        std::string etag;
+        std::string last_modified;
+        std::uint64_t size = 0;
+        std::filesystem::path object;  // the folder of its blocks
+    };
+    std::optional<Remembered> remembered(const std::string& url) const;
+    // Records it (failures only mean it is not remembered).
+    void remember(const std::string& url, const Remembered& what);
 
     // Removes the blocks of the object in `object` (a file that failed its checksum).
     void remove_object(const std::filesystem::path& object);
@@ -88,9 +118,16 @@ private:
     struct Write {
         std::filesystem::path object;
         std::uint64_t index;
-        BlockPtr block;
+        BlockPtr block;                      // a whole block, or
+        std::shared_ptr<const Piece> piece;  // a piece of it
+        std::size_t bytes() const { return block ? block->length : piece->bytes.size(); }
     };
+    // Waits for room in the queue, then queues `write` (with queue_mutex_ held by `lock`).
+    void enqueue(std::unique_lock<std::mutex>& lock, Write write);
     void write_queued();
+    // Counts `bytes` more in the folder, and evicts when it is over its budget.
+    void count_written(std::uint64_t bytes);
+    bool has_block_file(const std::filesystem::path& object, std::uint64_t index) const;
 
     void evict_if_over_budget();
     std::uint64_t evict();
@@ -123,12 +160,15 @@ struct StoredBlock {
 struct StoredObject {
     std::filesystem::path folder;
     std::string key;  // as object_folder() wrote it (URL, identity, size, block size); empty when missing
-    std::vector<StoredBlock> blocks;
+    std::vector<StoredBlock> blocks;  // its block files and the pieces of blocks (write_piece_later)
 };
 
 // Every object and block in `folder` (a DiskCache's folder()). `remove_stale_temporaries`: also deletes the
 // temporary files that processes killed mid-write left behind.
 std::vector<StoredObject> scan_cache_folder(const std::filesystem::path& folder, bool remove_stale_temporaries);
+
+// Deletes the records of what URLs answered when opened (DiskCache::remembered), as `tensorfs cache clear` does.
+void forget_every_url(const std::filesystem::path& folder);
 
 // Deletes blocks, least recently used first: every one used before `used_before` (when given), then more until
 // at most `keep_bytes` are left. Returns the bytes of the blocks left.

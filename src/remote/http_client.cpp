@@ -6,6 +6,7 @@
 #include <array>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -24,7 +25,7 @@ constexpr int kMaxRedirects = 10;
 constexpr auto kFirstBackoff = std::chrono::milliseconds(250);
 constexpr auto kLongestBackoff = std::chrono::seconds(8);
 constexpr long kLongestRetryAfterSeconds = 30;
-constexpr long kConnectTimeoutSeconds = 10;
+constexpr long kConnectTimeoutMilliseconds = 10'000;
 // A transfer that moves less than kLowSpeedBytes per second for kLowSpeedSeconds is cut and retried.
 constexpr long kLowSpeedBytes = 1024;
 constexpr long kLowSpeedSeconds = 20;
@@ -256,7 +257,26 @@ std::string describe_failure(CURLcode code, const char* detail) {
     }
 }
 
+using Clock = std::chrono::steady_clock;
+
+// What is left until `deadline`, in whole milliseconds rounded up (libcurl takes 0 as "no limit").
+long milliseconds_left(Clock::time_point deadline) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    return static_cast<long>(std::max<std::chrono::milliseconds::rep>(1, left.count()));
+}
+
 }  // namespace
+
+std::string timeout_text(std::chrono::milliseconds timeout) {
+    std::string seconds = std::to_string(timeout.count() / 1000);
+    if (const auto fraction = timeout.count() % 1000; fraction != 0) {
+        char digits[8];
+        std::snprintf(digits, sizeof digits, ".%03d", static_cast<int>(fraction));
+        seconds += digits;
+        while (seconds.back() == '0') seconds.pop_back();
+    }
+    return seconds + " s (timeout=" + seconds + ")";
+}
 
 void init_http() {
     std::call_once(global_init_once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
@@ -326,10 +346,12 @@ struct HttpClient::Handles {
     }
 };
 
-HttpClient::HttpClient(RemoteCounters& counters, std::vector<Credentials> credentials, RequestSettings settings)
+HttpClient::HttpClient(RemoteCounters& counters, std::vector<Credentials> credentials,
+                       std::chrono::milliseconds timeout, RequestSettings settings)
     : counters_(counters),
       credentials_(std::move(credentials)),
       settings_(std::move(settings)),
+      timeout_(timeout),
       handles_(std::make_unique<Handles>()) {
     init_http();
 }
@@ -337,9 +359,10 @@ HttpClient::HttpClient(RemoteCounters& counters, std::vector<Credentials> creden
 HttpClient::~HttpClient() = default;
 
 Response HttpClient::send(const Request& request) {
+    const Clock::time_point deadline = request.deadline.value_or(Clock::now() + timeout_);
     std::string url = request.url;
     for (int hop = 0; hop <= kMaxRedirects; ++hop) {
-        Response response = send_with_retries(url, request);
+        Response response = send_with_retries(url, request, deadline);
         if (is_redirect(response.status) && !response.location.empty()) {
             url = response.location;
             continue;
@@ -350,10 +373,16 @@ Response HttpClient::send(const Request& request) {
     throw HttpError("more than " + std::to_string(kMaxRedirects) + " redirects");
 }
 
-// One hop: the answer of `url` itself, not following a redirect.
-Response HttpClient::send_with_retries(const std::string& url, const Request& request) {
+// One hop: the answer of `url` itself, not following a redirect; tried again until `deadline`.
+Response HttpClient::send_with_retries(const std::string& url, const Request& request, Clock::time_point deadline) {
     const std::string origin = origin_of(url);
+    const std::string gave_up = "; gave up after " + timeout_text(timeout_);
+    std::string last_failure;
     for (int attempt = 1;; ++attempt) {
+        if (Clock::now() >= deadline) {
+            throw HttpError(last_failure.empty() ? "no answer within " + timeout_text(timeout_)
+                                                 : last_failure + gave_up);
+        }
         CURL* handle = handles_->take();
         if (handle == nullptr) throw HttpError("cannot start a transfer (out of memory)");
         curl_easy_reset(handle);
@@ -382,7 +411,11 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
         // A web server's password from ~/.netrc, for its own host only (each redirect hop is a request of its own).
         curl_easy_setopt(handle, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_OPTIONAL));
         curl_easy_setopt(handle, CURLOPT_BUFFERSIZE, kReceiveBufferBytes);
-        curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT, kConnectTimeoutSeconds);
+        // The whole transfer ends by the deadline; connecting is given less, so that a host that does not answer
+        // leaves time to try again.
+        curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, milliseconds_left(deadline));
+        curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS,
+                         std::min(milliseconds_left(deadline), kConnectTimeoutMilliseconds));
         curl_easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, kLowSpeedBytes);
         curl_easy_setopt(handle, CURLOPT_LOW_SPEED_TIME, kLowSpeedSeconds);
         // Verification is libcurl's default and stays on; only where the CA certificates are may change.
@@ -425,15 +458,26 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
         if (response.overflow) return response;  // the caller says what a body longer than asked for means
         if (code == CURLE_OK && !response.ok()) read_error_body(response);
         const bool transient = code != CURLE_OK ? is_transient(code) : is_transient_status(response);
-        if (!transient || attempt == kMaxAttempts) {
-            if (code != CURLE_OK) throw HttpError(describe_failure(code, detail));
+        const auto pause = backoff(attempt, retry_after_seconds(transfer.retry_after));
+        // No time left for another try: the last failure is the answer (a transient status is the caller's to tell).
+        const bool out_of_time = Clock::now() + pause >= deadline;
+        if (!transient || attempt == kMaxAttempts || out_of_time) {
+            if (code == CURLE_OPERATION_TIMEDOUT && out_of_time) {
+                // Cut by the deadline: what went wrong before says more than the cut itself.
+                throw HttpError(last_failure.empty() ? "no answer within " + timeout_text(timeout_)
+                                                     : last_failure + gave_up);
+            }
+            if (code != CURLE_OK) {
+                throw HttpError(describe_failure(code, detail) + (transient && out_of_time ? gave_up : ""));
+            }
             if (is_redirect(response.status) && !transfer.location.empty()) {
                 response.location = resolve_url(url, transfer.location);
             }
             return response;
         }
+        if (code != CURLE_OK) last_failure = describe_failure(code, detail);
         counters_.retries.add(1);
-        std::this_thread::sleep_for(backoff(attempt, retry_after_seconds(transfer.retry_after)));
+        std::this_thread::sleep_for(pause);
     }
 }
 

@@ -1,8 +1,10 @@
 // Every HTTP request of the remote layer goes through HttpClient, on libcurl: connections reused across requests
 // and threads, TLS always verified, redirects followed here (so that credentials go to their own origin only),
-// connection errors, 5xx and 429 retried a bounded number of times with exponential backoff and jitter.
+// connection errors, 5xx and 429 retried a bounded number of times with exponential backoff and jitter, and the
+// whole of it, retries and pauses included, bounded by a deadline (timeout=).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -51,6 +53,9 @@ struct Request {
     // empty (at most `capacity` bytes too).
     std::vector<std::span<char>> into;
     std::size_t capacity = 0;
+    // When to give up, retries included: a reader's whole wait is bounded (timeout=). Unset: the client's timeout
+    // from now.
+    std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 struct Response {
@@ -83,8 +88,9 @@ struct Response {
     std::optional<std::uint64_t> total_size() const;
 };
 
-// No answer at all after the retries: the server cannot be reached, the TLS handshake failed, the connection kept
-// breaking. what() is one line for a user (without the URL: the caller names the file).
+// No answer at all after the retries, or none before the deadline: the server cannot be reached, the TLS handshake
+// failed, the connection kept breaking or hung. what() is one line for a user (without the URL: the caller names
+// the file).
 class HttpError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
@@ -92,26 +98,35 @@ public:
 
 class HttpClient {
 public:
-    HttpClient(RemoteCounters& counters, std::vector<Credentials> credentials, RequestSettings settings = {});
+    // `timeout`: the deadline of a request that sets none, from when it is sent.
+    HttpClient(RemoteCounters& counters, std::vector<Credentials> credentials, std::chrono::milliseconds timeout,
+               RequestSettings settings = {});
     ~HttpClient();
     HttpClient(const HttpClient&) = delete;
     HttpClient& operator=(const HttpClient&) = delete;
 
     // Sends `request` and returns the final answer, whatever its status (404, 412: the caller knows what they
-    // mean); redirects are followed and transient failures retried first. Throws HttpError when no answer came.
+    // mean); redirects are followed and transient failures retried first, until the request's deadline. Throws
+    // HttpError when no answer came by then.
     Response send(const Request& request);
 
     RemoteCounters& counters() const { return counters_; }
+    std::chrono::milliseconds timeout() const { return timeout_; }
 
 private:
     struct Handles;
-    Response send_with_retries(const std::string& url, const Request& request);
+    Response send_with_retries(const std::string& url, const Request& request,
+                               std::chrono::steady_clock::time_point deadline);
 
     RemoteCounters& counters_;
     std::vector<Credentials> credentials_;
     RequestSettings settings_;
+    const std::chrono::milliseconds timeout_;
     std::unique_ptr<Handles> handles_;
 };
+
+// "3 s (timeout=3)", "2.5 s (timeout=2.5)": how messages name a timeout.
+std::string timeout_text(std::chrono::milliseconds timeout);
 
 // libcurl's global state, set up once; main() calls it before any thread starts (later calls do nothing).
 void init_http();

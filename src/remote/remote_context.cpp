@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 namespace tensorfs::remote {
 namespace {
@@ -31,7 +32,7 @@ RemoteContext::~RemoteContext() { disk_.finish_writes(); }
 RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentials> credentials,
                              ExplainRefusal explain)
     : counters_(options.counters != nullptr ? options.counters : std::make_shared<RemoteCounters>()),
-      http_(*counters_, std::move(credentials), RequestSettings{options.proxy, options.headers}),
+      http_(*counters_, std::move(credentials), options.timeout, RequestSettings{options.proxy, options.headers}),
       // The disk's queue holds a quarter of the memory budget at most; the read-ahead's fetches the rest.
       disk_(options.cache_dir.empty() ? default_cache_dir() : options.cache_dir, options.disk_cache_size,
             [this](const BlockPtr& block, bool queued) { queued_for_disk(block, queued); },
@@ -39,6 +40,7 @@ RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentia
                                                              std::max(options.memory_budget, kLeastBudget) / 4))),
       explain_(std::move(explain)),
       max_connections_(std::clamp(options.max_connections, 1u, kMostConnections)),
+      timeout_(options.timeout),
       memory_budget_(memory_budget_of(options)),
       readahead_limit_(readahead_limit_of(options)),
       // Freed buffers are kept for reuse up to the budget: a buffer is mapped only when none is kept, so the
@@ -47,6 +49,7 @@ RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentia
     counters_->memory_budget.set(static_cast<std::int64_t>(memory_budget_));
     counters_->max_connections.set(max_connections_);
     counters_->readahead_limit.set(static_cast<std::int64_t>(readahead_limit_));
+    counters_->timeout_ms.set(static_cast<std::int64_t>(timeout_.count()));
 }
 
 std::shared_future<BlockPtr> RemoteContext::find(std::uint64_t serial, std::uint64_t index) {
@@ -161,10 +164,48 @@ void RemoteContext::end_claim(Claim& claim) {
     show_memory();
 }
 
+void RemoteContext::no_answer(std::uint64_t serial, std::uint64_t first, std::uint64_t last) {
+    const auto now = std::chrono::steady_clock::now();
+    const std::lock_guard lock(unanswered_mutex_);
+    for (std::uint64_t index = first; index <= last; ++index) unanswered_[Key{serial, index}] = now;
+    last_unanswered_ = now.time_since_epoch().count();
+    any_unanswered_ = true;
+}
+
+bool RemoteContext::silent() const {
+    if (!any_unanswered_.load(std::memory_order_relaxed)) return false;
+    const std::chrono::steady_clock::time_point last{std::chrono::steady_clock::duration(last_unanswered_.load())};
+    return std::chrono::steady_clock::now() - last < timeout_;
+}
+
+void RemoteContext::answered() {
+    if (!any_unanswered_.load(std::memory_order_relaxed)) return;
+    const std::lock_guard lock(unanswered_mutex_);
+    unanswered_.clear();
+    any_unanswered_ = false;
+}
+
+std::optional<std::chrono::steady_clock::duration> RemoteContext::unanswered(std::uint64_t serial,
+                                                                             std::uint64_t index) {
+    if (!any_unanswered_.load(std::memory_order_relaxed)) return std::nullopt;
+    const std::lock_guard lock(unanswered_mutex_);
+    const auto found = unanswered_.find(Key{serial, index});
+    if (found == unanswered_.end()) return std::nullopt;
+    const auto ago = std::chrono::steady_clock::now() - found->second;
+    if (ago < timeout_) return ago;
+    unanswered_.erase(found);  // one timeout later: asked for again
+    return std::nullopt;
+}
+
 void RemoteContext::keep_piece(std::uint64_t serial, std::uint64_t index, Piece piece) {
     const Key key{serial, index};
     const std::lock_guard lock(mutex_);
-    if (piece_index_.count(key) != 0) return;  // the one kept first is as good
+    if (const auto found = piece_index_.find(key); found != piece_index_.end()) {
+        piece_bytes_ -= found->second->second.bytes.size();
+        piece = merged(std::move(found->second->second), std::move(piece));
+        pieces_.erase(found->second);
+        piece_index_.erase(found);
+    }
     piece_bytes_ += piece.bytes.size();
     pieces_.emplace_front(key, std::move(piece));
     piece_index_.emplace(key, pieces_.begin());
@@ -177,7 +218,7 @@ void RemoteContext::keep_piece(std::uint64_t serial, std::uint64_t index, Piece 
     show_memory();
 }
 
-std::optional<RemoteContext::Piece> RemoteContext::take_piece(std::uint64_t serial, std::uint64_t index) {
+std::optional<Piece> RemoteContext::take_piece(std::uint64_t serial, std::uint64_t index) {
     const std::lock_guard lock(mutex_);
     const auto found = piece_index_.find(Key{serial, index});
     if (found == piece_index_.end()) return std::nullopt;
@@ -187,6 +228,18 @@ std::optional<RemoteContext::Piece> RemoteContext::take_piece(std::uint64_t seri
     piece_bytes_ -= piece.bytes.size();
     show_memory();
     return piece;
+}
+
+std::size_t RemoteContext::read_piece(std::uint64_t serial, std::uint64_t index, std::size_t from, std::size_t length,
+                                      char* dst) {
+    const std::lock_guard lock(mutex_);
+    const auto found = piece_index_.find(Key{serial, index});
+    if (found == piece_index_.end()) return 0;
+    const Piece& piece = found->second->second;
+    if (from < piece.begin || from >= piece.end()) return 0;
+    const std::size_t count = std::min(length, piece.end() - from);
+    std::memcpy(dst, piece.bytes.data() + (from - piece.begin), count);
+    return count;
 }
 
 void RemoteContext::measured(std::uint64_t bytes, std::uint64_t first_byte_us, std::uint64_t total_us) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -51,6 +52,8 @@ public:
     std::uint64_t next_serial() { return serial_.fetch_add(1); }
 
     unsigned max_connections() const { return max_connections_; }
+    // How long one read may wait for the network, retries included (timeout=).
+    std::chrono::milliseconds timeout() const { return timeout_; }
     // readahead_limit_of() its options.
     std::uint64_t readahead_limit() const { return readahead_limit_; }
     // How far ahead they should be fetched now: about the link's measured rate × round trip (link_estimate.hpp),
@@ -89,16 +92,15 @@ public:
     // The claimed blocks were not fetched: waiters get `error`, or nullptr (fetch it yourself) when it is null.
     void give_up(Claim& claim, std::exception_ptr error);
 
-    // Bytes of one block fetched exactly (by a read spanning two blocks before its stream turned out sequential):
-    // [begin, begin + bytes.size()) of the block. Kept (the oldest dropped past an eighth of the memory budget,
+    // Bytes of one block fetched exactly (by a random reader, or before its stream turned out sequential). Kept
+    // (merged with the piece kept of the same block before; the oldest dropped past an eighth of the memory budget,
     // counted in it) so that fetching the block whole later asks only for the rest: each byte is fetched once.
-    struct Piece {
-        std::size_t begin = 0;
-        std::string bytes;
-    };
     void keep_piece(std::uint64_t serial, std::uint64_t index, Piece piece);
     // The piece kept of block `index` of object `serial`, removed from the memory; nullopt when none is.
     std::optional<Piece> take_piece(std::uint64_t serial, std::uint64_t index);
+    // Bytes from `from` on (at most `length`) of block `index` of object `serial` from its piece in memory: how many it
+    // copied to `dst`, 0 when no piece holds byte `from`.
+    std::size_t read_piece(std::uint64_t serial, std::uint64_t index, std::size_t from, std::size_t length, char* dst);
 
     // A block queued for the disk cache (true), or written (false): counted against the budget once, also while
     // it is kept for readers too (the disk cache calls it).
@@ -107,6 +109,19 @@ public:
     // A range answer of `bytes` that took `first_byte_us` to its first byte and `total_us` to its last: the
     // measured round trip and rate of one connection (recent averages, shown in the stats, sizing the window).
     void measured(std::uint64_t bytes, std::uint64_t first_byte_us, std::uint64_t total_us);
+
+    // A fetch of blocks [first, last] of object `serial` got no answer by its deadline (the server is down or hangs).
+    // Until the server answers a fetch again, for one timeout at most, reads of those blocks fail at once instead of
+    // waiting a whole timeout again: the kernel asks for a page again right after a read-ahead of it failed, and a
+    // reader faulting that page would otherwise wait twice the timeout.
+    void no_answer(std::uint64_t serial, std::uint64_t first, std::uint64_t last);
+    // The server answered a fetch: every block is asked for again.
+    void answered();
+    // How long ago a fetch of block `index` of object `serial` got no answer, while its reads fail at once.
+    std::optional<std::chrono::steady_clock::duration> unanswered(std::uint64_t serial, std::uint64_t index);
+    // Whether a fetch got no answer within the last timeout and none was answered since: no read-ahead starts then
+    // (it would hold blocks that readers, coming back right after their error, would wait for a whole timeout).
+    bool silent() const;
 
     // The window of the last sequential reader, shown in the stats.
     void show_window(std::uint64_t bytes) { counters_->window_bytes.set(static_cast<std::int64_t>(bytes)); }
@@ -138,6 +153,7 @@ private:
     ExplainRefusal explain_;
     std::atomic<std::uint64_t> serial_{0};
     const unsigned max_connections_;
+    const std::chrono::milliseconds timeout_;
     const std::uint64_t memory_budget_;
     const std::uint64_t readahead_limit_;
     const std::shared_ptr<BlockBuffers> buffers_;
@@ -158,6 +174,11 @@ private:
     std::size_t queued_bytes_ = 0;       // every block queued for the disk
     unsigned connections_ = 0;
     LinkEstimate link_;
+
+    std::mutex unanswered_mutex_;
+    std::map<Key, std::chrono::steady_clock::time_point> unanswered_;  // when each block's fetch got no answer
+    std::atomic<bool> any_unanswered_{false};
+    std::atomic<std::chrono::steady_clock::rep> last_unanswered_{0};  // when the latest fetch got no answer
 };
 
 }  // namespace tensorfs::remote

@@ -10,6 +10,7 @@
 #include "log.hpp"
 #include "tensorfs/background_queue.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/read_began.hpp"
 #include "url.hpp"
 
 namespace tensorfs::remote {
@@ -47,8 +48,27 @@ bool is_weak(const std::string& etag) { return etag.starts_with("W/"); }
 
 }  // namespace
 
+// What the disk cache remembers of `url` from an earlier open, when it still holds the first bytes (block 0 whole, or
+// the piece of it that an open kept): then opening it again asks whether it changed instead of fetching them, and
+// `head` holds them.
+std::optional<DiskCache::Remembered> remembered_with_head(RemoteContext& context, const std::string& url,
+                                                          std::string& head) {
+    // Filed under the URL without a password in it, as the blocks are: the record is a file on disk.
+    auto known = context.disk().remembered(without_credentials(url));
+    if (!known || known->size == 0 || (known->etag.empty() && known->last_modified.empty())) return std::nullopt;
+    head.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kHeadBytes, known->size)));
+    const auto first_block = static_cast<std::size_t>(std::min<std::uint64_t>(kBlockBytes, known->size));
+    if (context.disk().read_part(known->object, 0, first_block, 0, head.data(), head.size(), true) ||
+        context.disk().read_from_piece(known->object, 0, 0, head.data(), head.size()) == head.size()) {
+        return known;
+    }
+    return std::nullopt;
+}
+
 std::shared_ptr<RemoteObject> RemoteObject::open(std::shared_ptr<RemoteContext> context, std::string name,
                                                  std::string url) {
+    std::string cached_head;
+    std::optional<DiskCache::Remembered> known = remembered_with_head(*context, url, cached_head);
     std::string head(kHeadBytes, '\0');
     Request request;
     request.url = url;
@@ -57,6 +77,11 @@ std::shared_ptr<RemoteObject> RemoteObject::open(std::shared_ptr<RemoteContext> 
     request.last = kHeadBytes - 1;
     request.into = {std::span<char>(head.data(), head.size())};
     request.capacity = head.size();
+    if (known) {
+        // Answered 304, without a body, when it is still what the cache holds.
+        request.headers.push_back(known->etag.empty() ? "If-Modified-Since: " + known->last_modified
+                                                      : "If-None-Match: " + known->etag);
+    }
     Response response;
     try {
         response = context->http().send(request);
@@ -65,10 +90,23 @@ std::shared_ptr<RemoteObject> RemoteObject::open(std::shared_ptr<RemoteContext> 
     }
     const std::string answered_by = without_credentials(response.url);
     Identity identity;
+    if (response.status == 304 && known) {
+        // Unchanged: its identity and first bytes are the cache's.
+        identity.size = known->size;
+        head = std::move(cached_head);
+        response.body_bytes = head.size();
+        response.etag = known->etag;
+        response.last_modified = known->last_modified;
+    }
     switch (response.status) {
+        case 304:
+            if (!known) refuse(name, response.status_text() + " to a request that asked for no condition");
+            break;
         case 206: {
             const auto total = response.total_size();
-            if (!total) refuse(name, "the server answered a range request without the file's size (" + answered_by + ")");
+            if (!total) {
+                refuse(name, "the server answered a range request without the file's size (" + answered_by + ")");
+            }
             identity.size = *total;
             if (response.body_bytes != std::min<std::uint64_t>(kHeadBytes, *total)) {
                 refuse(name, "the server sent " + std::to_string(response.body_bytes) + " bytes for the first " +
@@ -105,9 +143,12 @@ std::shared_ptr<RemoteObject> RemoteObject::open(std::shared_ptr<RemoteContext> 
         const time_t when = curl_getdate(identity.last_modified.c_str(), nullptr);
         if (when > 0) identity.modified.tv_sec = when;
     }
+    const bool as_remembered = known && known->size == identity.size && known->etag == identity.etag &&
+                               known->last_modified == identity.last_modified;
     auto object = std::make_shared<RemoteObject>(std::move(context), std::move(name), std::move(url),
                                                  std::move(identity), std::move(head));
     if (response.url != object->url_) object->location_ = response.url;
+    if (as_remembered) object->remembered_folder_ = known->object;
     return object;
 }
 
@@ -120,63 +161,102 @@ RemoteObject::RemoteObject(std::shared_ptr<RemoteContext> context, std::string n
       identity_(std::move(identity)),
       serial_(context_->next_serial()),
       head_(std::move(head)),
-      disk_state_(new std::atomic<std::uint8_t>[(size() + kBlockBytes - 1) / kBlockBytes]()) {}
+      disk_state_(new std::atomic<std::uint8_t>[(size() + kBlockBytes - 1) / kBlockBytes]()),
+      fetched_here_(new std::atomic<bool>[(size() + kBlockBytes - 1) / kBlockBytes]()) {}
+
+RemoteObject::Deadline RemoteObject::read_deadline() const { return read_began() + context_->timeout(); }
+
+RemoteObject::Deadline RemoteObject::fetch_deadline() const {
+    return std::chrono::steady_clock::now() + context_->timeout();
+}
 
 void RemoteObject::read(std::uint64_t offset, std::size_t length, void* dst) const {
     if (length == 0) return;
+    const Deadline deadline = read_deadline();
     if (offset > size() || length > size() - offset) throw IoError(name(), "read past the end of the file");
+    auto* out = static_cast<char*>(dst);
     {
+        // What the open fetched is not fetched again: a header longer than it is read from there on.
         const std::lock_guard lock(head_mutex_);
-        if (offset + length <= head_.size()) {
-            std::memcpy(dst, head_.data() + offset, length);
-            return;
+        if (offset < head_.size()) {
+            const auto part = static_cast<std::size_t>(std::min<std::uint64_t>(length, head_.size() - offset));
+            std::memcpy(out, head_.data() + offset, part);
+            if (part == length) return;
+            offset += part;
+            length -= part;
+            out += part;
         }
     }
-    fetch(offset, length, static_cast<char*>(dst));
+    // From memory or the disk cache where they are (a second open of a cached model fetches nothing); else exactly
+    // these bytes, kept for the reads that come for their blocks later. Written to the disk at once, not by the disk
+    // cache's writer thread: parsers read while a mount starts, before its daemon forks, and a thread started then
+    // would not be in the daemon.
+    read_blocks(offset, length, out, true, deadline, DiskWrite::Now);
 }
 
 void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void* dst, std::uint64_t,
                                   std::uint64_t) const {
     if (length == 0) return;
     if (offset > size() || length > size() - offset) throw IoError(name(), "read past the end of the file");
-    if (!head_dropped_.exchange(true)) {
-        const std::lock_guard lock(head_mutex_);
-        std::string().swap(head_);
-    }
+    const Deadline deadline = read_deadline();
+    drop_head();
     const Follow followed = follow(offset, offset + length);
-    if (followed.ahead > 0) read_ahead(followed);
+    // No read-ahead for a read that waited its whole timeout for a worker already, nor while the server is silent.
+    if (followed.ahead > 0 && std::chrono::steady_clock::now() < deadline && !context_->silent()) {
+        read_ahead(followed);
+    }
 
-    auto* out = static_cast<char*>(dst);
     const std::uint64_t end = offset + length;
     // A read that is not sequential (yet) fetches its whole block when it lies inside one (at most a block, and
     // the block lands in the disk cache), else exactly its bytes (never two blocks for one small read).
     const bool exact = followed.ahead == 0 && offset / kBlockBytes != (end - 1) / kBlockBytes;
+    try {
+        read_blocks(offset, length, static_cast<char*>(dst), exact, deadline, DiskWrite::Later);
+    } catch (const IoError&) {
+        // The server left this read unanswered: the kernel asks again at once for the page a reader faults, which
+        // then fails at once too, whichever block of the read held it up.
+        if (context_->silent()) context_->no_answer(serial_, offset / kBlockBytes, (end - 1) / kBlockBytes);
+        throw;
+    }
+}
+
+void RemoteObject::read_blocks(std::uint64_t offset, std::size_t length, char* out, bool exact,
+                               Deadline deadline, DiskWrite disk_write) const {
+    const std::uint64_t end = offset + length;
     for (std::uint64_t at = offset; at < end;) {
         const std::uint64_t index = at / kBlockBytes;
         const std::uint64_t from = at - index * kBlockBytes;
         const auto part = static_cast<std::size_t>(std::min<std::uint64_t>(end - at, block_length(index) - from));
-        if (!serve_cached(index, from, part, out)) {
+        if (!serve_cached(index, from, part, out, deadline)) {
+            // Bytes an earlier exact read (or the open) fetched are not fetched again by a random reader either.
             if (exact) {
+                if (const std::size_t served = serve_piece(index, from, part, out)) {
+                    at += served;
+                    out += served;
+                    continue;
+                }
                 // Exactly what is asked, up to the next cached block.
                 std::uint64_t upto = index + 1;
                 while (upto * kBlockBytes < end && !on_disk(upto) && !context_->find(serial_, upto).valid()) ++upto;
                 const std::size_t count = static_cast<std::size_t>(std::min(end, upto * kBlockBytes) - at);
-                fetch(at, count, out);
+                fetch(at, count, out, deadline);
                 context_->counters().disk_cache_misses.add(1);
-                keep_fetched(at, count, out);
+                keep_fetched(at, count, out, disk_write);
                 at += count;
                 out += count;
                 continue;
             }
-            // The blocks this read still needs, whole, in one request (unless someone fetches them already).
-            const std::uint64_t last = (end - 1) / kBlockBytes;
-            std::size_t bytes = 0;
-            for (std::uint64_t i = index; i <= last; ++i) bytes += block_length(i);
-            RemoteContext::Claim claim = context_->claim(serial_, index, last - index + 1, bytes);
-            if (!claim.promises.empty()) fetch_blocks(claim);
-            if (!serve_cached(index, from, part, out)) {
-                // Dropped from memory already (a budget smaller than one read): this part on its own.
-                fetch(at, part, out);
+            if (!exact) {
+                // The blocks this read still needs, whole, in one request (unless someone fetches them already).
+                const std::uint64_t last = (end - 1) / kBlockBytes;
+                std::size_t bytes = 0;
+                for (std::uint64_t i = index; i <= last; ++i) bytes += block_length(i);
+                RemoteContext::Claim claim = context_->claim(serial_, index, last - index + 1, bytes);
+                if (!claim.promises.empty()) fetch_blocks(claim, deadline);
+                if (!serve_cached(index, from, part, out, deadline)) {
+                    // Dropped from memory already (a budget smaller than one read): this part on its own.
+                    fetch(at, part, out, deadline);
+                }
             }
         }
         at += part;
@@ -184,8 +264,32 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
     }
 }
 
+bool RemoteObject::cached_before(std::uint64_t offset, std::uint64_t end) const {
+    for (std::uint64_t index = offset / kBlockBytes; index * kBlockBytes < end; ++index) {
+        if (fetched_here_[index].load(std::memory_order_relaxed) || !on_disk(index)) return false;
+    }
+    return true;
+}
+
+std::size_t RemoteObject::drop_head() const {
+    if (head_dropped_.exchange(true)) return 0;
+    std::string head;
+    {
+        const std::lock_guard lock(head_mutex_);
+        head.swap(head_);
+    }
+    // Kept as the first bytes of block 0, so that they are not fetched again with it.
+    if (head.empty() || on_disk(0) || context_->find(serial_, 0).valid()) return 0;
+    keep_fetched(0, head.size(), head.data(), DiskWrite::Later);
+    return head.size() == block_length(0) ? head.size() : 0;
+}
+
 RemoteObject::Follow RemoteObject::follow(std::uint64_t offset, std::uint64_t end) const {
     const std::uint64_t ceiling = context_->window_ceiling();
+    // Bytes the disk cache held before this process fetched anything of them do not open the window: a reader of a
+    // cached tensor reads on from the disk, and fetching the bytes after it, which it may never read, is not wanted.
+    // Once its reads leave the cached bytes, the window opens as for any reader going on in order.
+    const bool from_cache = cached_before(offset, end);
     const std::lock_guard lock(mutex_);
     ++tick_;
     Stream* stream = nullptr;
@@ -212,7 +316,7 @@ RemoteObject::Follow RemoteObject::follow(std::uint64_t offset, std::uint64_t en
         // The next shard of a reader going through shards in order: its window stays open.
         if (offset < kStartOfObject) stream->bytes = context_->take_progress();
     } else if (end > stream->end) {
-        stream->bytes += end - std::max(offset, stream->end);
+        if (!from_cache) stream->bytes += end - std::max(offset, stream->end);
         stream->end = end;
     }
     stream->used = tick_;
@@ -272,7 +376,7 @@ void RemoteObject::read_ahead(const Follow& followed) const {
                 const auto self = weak.lock();
                 if (self == nullptr) return context->give_up(*claim, nullptr);
                 try {
-                    self->fetch_blocks(*claim);
+                    self->fetch_blocks(*claim, self->fetch_deadline());
                 } catch (...) {
                     // Its waiters have the error, or fetch the blocks again themselves.
                 }
@@ -287,8 +391,15 @@ void RemoteObject::read_ahead(const Follow& followed) const {
     record_scheduled(followed.stream_end, index);
 }
 
-bool RemoteObject::serve_cached(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst) const {
+bool RemoteObject::serve_cached(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst,
+                                Deadline deadline) const {
     if (const auto found = context_->find(serial_, index); found.valid()) {
+        if (found.wait_until(deadline) == std::future_status::timeout) {
+            // No answer for this reader: one that comes back for the same bytes right after fails at once.
+            context_->no_answer(serial_, index, index);
+            throw IoError(name(), "no answer within " + timeout_text(context_->timeout()) +
+                                      " (a fetch of these bytes is still under way)");
+        }
         BlockPtr block;
         try {
             block = found.get();
@@ -312,6 +423,16 @@ bool RemoteObject::serve_cached(std::uint64_t index, std::uint64_t from, std::si
     return false;
 }
 
+std::size_t RemoteObject::serve_piece(std::uint64_t index, std::uint64_t from, std::size_t length,
+                                      char* dst) const {
+    const auto begin = static_cast<std::size_t>(from);
+    if (const std::size_t served = context_->read_piece(serial_, index, begin, length, dst)) return served;
+    if (!cache_folder()) return 0;
+    const std::size_t served = context_->disk().read_from_piece(*cache_folder(), index, begin, dst, length);
+    if (served > 0) context_->counters().disk_cache_hits.add(1);
+    return served;
+}
+
 bool RemoteObject::on_disk(std::uint64_t index) const {
     if (!cache_folder()) return false;
     std::uint8_t state = disk_state_[index].load();
@@ -324,7 +445,7 @@ bool RemoteObject::on_disk(std::uint64_t index) const {
     return state != 2;
 }
 
-void RemoteObject::fetch_blocks(RemoteContext::Claim& claim) const {
+void RemoteObject::fetch_blocks(RemoteContext::Claim& claim, Deadline deadline) const {
     const std::uint64_t first = claim.first;
     const std::size_t count = claim.promises.size();
     try {
@@ -336,7 +457,7 @@ void RemoteObject::fetch_blocks(RemoteContext::Claim& claim) const {
             if (gap.empty()) return;
             std::size_t bytes = 0;
             for (const std::span<char> part : gap) bytes += part.size();
-            fetch(gap_offset, std::move(gap));
+            fetch(gap_offset, std::move(gap), deadline);
             claim.fetched_bytes += bytes;
             gap.clear();
         };
@@ -344,6 +465,13 @@ void RemoteObject::fetch_blocks(RemoteContext::Claim& claim) const {
             const std::span<char> block(buffers[i].get(), block_length(first + i));
             const std::uint64_t block_offset = (first + i) * kBlockBytes;
             auto piece = context_->take_piece(serial_, first + i);
+            if (!piece && cache_folder()) {
+                // Kept on disk by an exact read of an earlier mount or command.
+                if (auto kept = context_->disk().read_piece(*cache_folder(), first + i);
+                    kept && kept->begin < block.size() && kept->bytes.size() <= block.size() - kept->begin) {
+                    piece = std::move(kept);
+                }
+            }
             if (!piece) {
                 if (gap.empty()) gap_offset = block_offset;
                 gap.push_back(block);
@@ -363,7 +491,7 @@ void RemoteObject::fetch_blocks(RemoteContext::Claim& claim) const {
         }
         fetch_gap();
         context_->counters().disk_cache_misses.add(count);
-        hand_over(claim, buffers);
+        hand_over(claim, buffers, DiskWrite::Later);
     } catch (const IoError&) {
         context_->give_up(claim, std::current_exception());
         throw;
@@ -380,7 +508,8 @@ std::vector<std::shared_ptr<char[]>> RemoteObject::new_block_buffers(std::uint64
     return buffers;
 }
 
-void RemoteObject::hand_over(RemoteContext::Claim& claim, const std::vector<std::shared_ptr<char[]>>& buffers) const {
+void RemoteObject::hand_over(RemoteContext::Claim& claim, const std::vector<std::shared_ptr<char[]>>& buffers,
+                             DiskWrite disk_write) const {
     const std::uint64_t first = claim.first;
     const std::size_t count = claim.promises.size();
     std::vector<BlockPtr> blocks;
@@ -396,21 +525,35 @@ void RemoteObject::hand_over(RemoteContext::Claim& claim, const std::vector<std:
     context_->deliver(claim, blocks);
     // Kept on disk once its readers have it: a disk that falls behind never holds a block back from them.
     if (const auto& folder = cache_folder()) {
-        context_->disk().write_later(*folder, first, blocks);
+        if (disk_write == DiskWrite::Later) {
+            context_->disk().write_later(*folder, first, blocks);
+        } else {
+            for (const BlockPtr& block : blocks) {
+                context_->disk().write(*folder, block->index, block->bytes(), block->length);
+            }
+        }
         for (std::size_t i = 0; i < count; ++i) disk_state_[first + i] = 0;  // ask the disk when it left the memory
     }
 }
 
-void RemoteObject::keep_fetched(std::uint64_t offset, std::size_t length, const char* bytes) const {
+void RemoteObject::keep_fetched(std::uint64_t offset, std::size_t length, const char* bytes,
+                                DiskWrite disk_write) const {
     const std::uint64_t end = offset + length;
     for (std::uint64_t index = offset / kBlockBytes; index * kBlockBytes < end;) {
         const std::uint64_t begin = index * kBlockBytes;
         const std::uint64_t from = std::max(offset, begin);
         if (from != begin || end < begin + block_length(index)) {
-            // Part of a block: kept as a piece.
+            // Part of a block: kept as a piece, in memory and in the disk cache.
             const std::size_t part = static_cast<std::size_t>(std::min(end, begin + block_length(index)) - from);
-            context_->keep_piece(serial_, index, {static_cast<std::size_t>(from - begin),
-                                                  std::string(bytes + (from - offset), part)});
+            Piece piece{static_cast<std::size_t>(from - begin), std::string(bytes + (from - offset), part)};
+            if (const auto& folder = cache_folder()) {
+                if (disk_write == DiskWrite::Later) {
+                    context_->disk().write_piece_later(*folder, index, std::make_shared<const Piece>(piece));
+                } else {
+                    context_->disk().write_piece(*folder, index, piece);
+                }
+            }
+            context_->keep_piece(serial_, index, std::move(piece));
             ++index;
             continue;
         }
@@ -430,7 +573,7 @@ void RemoteObject::keep_fetched(std::uint64_t offset, std::size_t length, const 
                 for (std::size_t i = 0; i < claimed; ++i) {
                     std::memcpy(buffers[i].get(), bytes + (begin - offset) + i * kBlockBytes, block_length(index + i));
                 }
-                hand_over(claim, buffers);
+                hand_over(claim, buffers, disk_write);
             } catch (...) {
                 context_->give_up(claim, nullptr);
                 throw;
@@ -444,11 +587,13 @@ std::uint64_t RemoteObject::fill_cache(std::uint64_t offset, std::uint64_t lengt
     if (length == 0 || offset >= size()) return 0;
     if (!cache_folder()) throw IoError(name(), "cannot be kept in the disk cache (it is off, or the server gives "
                                                "no ETag or Last-Modified)");
+    // A file that the open fetched whole is fetched (and counted) here once.
+    const std::size_t from_head = drop_head();
     const std::uint64_t first = offset / kBlockBytes;
     const std::uint64_t last = (std::min(size(), offset + length) - 1) / kBlockBytes;
     const std::uint64_t range_blocks = kRangeBytes / kBlockBytes;
     std::atomic<std::uint64_t> next{first};
-    std::atomic<std::uint64_t> fetched{0};
+    std::atomic<std::uint64_t> fetched{first == 0 ? from_head : 0};
     std::mutex error_mutex;
     std::exception_ptr error;
     // Each thread takes the next range of blocks, fetches what of it is not on disk in one request and goes on:
@@ -482,7 +627,7 @@ std::uint64_t RemoteObject::fill_cache(std::uint64_t offset, std::uint64_t lengt
                 std::size_t claimed_bytes = 0;
                 for (std::uint64_t i = index; i < index + claimed; ++i) claimed_bytes += block_length(i);
                 try {
-                    fetch_blocks(claim);
+                    fetch_blocks(claim, fetch_deadline());
                 } catch (...) {
                     const std::lock_guard lock(error_mutex);
                     if (!error) error = std::current_exception();
@@ -537,6 +682,11 @@ const std::optional<std::filesystem::path>& RemoteObject::cache_folder() const {
         cache_folder_ = context_->disk().object_folder(without_credentials(cache_address_) + "\n" + identity +
                                                        "\nsize " + std::to_string(size()) + "\nblock " +
                                                        std::to_string(kBlockBytes) + "\n");
+        // So that the next open of the same URL can ask whether it changed (remembered_with_first_block).
+        if (cache_folder_ && remembered_folder_ != cache_folder_) {
+            context_->disk().remember(without_credentials(url_),
+                                      {identity_.etag, identity_.last_modified, size(), *cache_folder_});
+        }
     });
     return cache_folder_;
 }
@@ -553,14 +703,26 @@ std::vector<std::string> RemoteObject::precondition_headers() const {
     return {};
 }
 
-void RemoteObject::fetch(std::uint64_t offset, std::size_t length, char* dst) const {
-    fetch(offset, {std::span<char>(dst, length)});
+void RemoteObject::fetch(std::uint64_t offset, std::size_t length, char* dst, Deadline deadline) const {
+    fetch(offset, {std::span<char>(dst, length)}, deadline);
 }
 
-void RemoteObject::fetch(std::uint64_t offset, std::vector<std::span<char>> into) const {
+void RemoteObject::fetch(std::uint64_t offset, std::vector<std::span<char>> into, Deadline deadline) const {
     if (changed_) throw IoError(name(), "changed on the server since it was mounted; mount it again to read it");
     std::size_t length = 0;
     for (const std::span<char> buffer : into) length += buffer.size();
+    const std::uint64_t first_block = offset / kBlockBytes;
+    const std::uint64_t last_block = (offset + length - 1) / kBlockBytes;
+    for (std::uint64_t index = first_block; index <= last_block; ++index) {
+        if (const auto ago = context_->unanswered(serial_, index)) {
+            const auto seconds = std::chrono::duration_cast<std::chrono::milliseconds>(*ago).count() / 1000.0;
+            char text[32];
+            std::snprintf(text, sizeof text, "%.1f", seconds);
+            throw IoError(name(), std::string("the server gave no answer for these bytes ") + text +
+                                      " s ago; they are asked for again once it answers, or after " +
+                                      timeout_text(context_->timeout()));
+        }
+    }
     Request request;
     request.ranged = true;
     request.first = offset;
@@ -568,6 +730,7 @@ void RemoteObject::fetch(std::uint64_t offset, std::vector<std::span<char>> into
     request.headers = precondition_headers();
     request.into = std::move(into);
     request.capacity = length;
+    request.deadline = deadline;
     for (int attempt = 0;; ++attempt) {
         {
             const std::lock_guard lock(mutex_);
@@ -578,9 +741,11 @@ void RemoteObject::fetch(std::uint64_t offset, std::vector<std::span<char>> into
         try {
             response = context_->http().send(request);
         } catch (const HttpError& error) {
+            context_->no_answer(serial_, first_block, last_block);
             throw IoError(name(), error.what());
         }
         if (response.status == 206) {
+            context_->answered();
             if (!identity_.etag.empty() && !response.etag.empty() && response.etag != identity_.etag) {
                 changed("its ETag is now " + response.etag + ", was " + identity_.etag);
             }
@@ -598,6 +763,7 @@ void RemoteObject::fetch(std::uint64_t offset, std::vector<std::span<char>> into
             }
             // Whole blocks (not a parser's or a random reader's few bytes) tell what a range of the read-ahead costs.
             if (length >= kBlockBytes) context_->measured(length, response.first_byte_us, response.total_us);
+            for (std::uint64_t index = first_block; index <= last_block; ++index) fetched_here_[index] = true;
             return;
         }
         // 412: If-Match failed. 200: If-Range failed (the whole object came instead of a range). 416: it shrank.

@@ -103,15 +103,15 @@ class Commands(unittest.TestCase):
     def test_options_of_each_command(self):
         expected = {
             "mount x": ["-f", "-d", "-s", "-o", "--cache-size", "--threads", "--model", "--cache-dir",
-                        "--disk-cache-size"],
+                        "--disk-cache-size", "--timeout"],
             "ls": ["--json", "--files", "--model", "--cache-dir"],
-            "info": ["--json", "--model", "--cache-dir", "--disk-cache-size"],
+            "info": ["--json", "--model", "--cache-dir", "--disk-cache-size", "--timeout"],
             "validate": ["--json", "--model"],
             "cat x": ["--raw", "--f32", "--npy", "--bf16", "--f16", "--model", "--cache-dir"],
             "convert x": ["--dtype", "--force", "--model"],
             "stats": ["--json", "--prometheus"],
             "diff a": ["--tensors", "--names", "--json", "--csv", "--quiet", "--model"],
-            "prefetch": ["--tensors", "--files", "--quiet", "--verify", "--model"],
+            "prefetch": ["--tensors", "--files", "--quiet", "--verify", "--model", "--timeout"],
             "status": ["--json"],
             "cache": ["--cache-dir"],
             "cache prune": ["--older-than", "--max-size"],
@@ -132,11 +132,12 @@ class Commands(unittest.TestCase):
         # A size, a count: nothing to offer, and no file names either.
         self.assertEqual(complete("tensorfs mount a b --threads ")[0], [])
         self.assertEqual(complete("tensorfs cache prune --older-than ")[0], [])
+        self.assertEqual(complete("tensorfs cat x --timeout ")[0], [])
 
 
 class MountOptions(unittest.TestCase):
     OURS = ["cache_size=", "threads=", "export_dtype=", "model=", "cache_dir=", "disk_cache_size=",
-            "max_connections=", "readahead="]
+            "max_connections=", "readahead=", "timeout="]
     LIBFUSE = ["allow_other", "allow_root", "auto_unmount", "default_permissions"]
 
     def test_every_option_after_dash_o(self):

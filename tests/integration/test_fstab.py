@@ -234,7 +234,9 @@ class InstalledTensorfs(unittest.TestCase):
             self.assertEqual(result.returncode, 0, result.stderr)
             self.assert_served_by_installed_binary(mnt.path)
             self.assert_tensor_reads(mnt.path, "gguf/tiny-llama", "blk.0.attn_q.weight")
-            self.assertTrue(any(name.endswith(".block") for _, _, names in os.walk(cache) for name in names))
+            # Written by the daemon's disk writer once the read has its bytes: waited for, bounded.
+            blocks = lambda: [name for _, _, names in os.walk(cache) for name in names if name.endswith(".block")]
+            self.assertTrue(wait_until(lambda: blocks()))
             self.unmount_and_wait(["umount", mnt.path], mnt.path)
 
     def test_fstab_line_for_an_s3_model(self):

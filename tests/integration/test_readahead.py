@@ -209,6 +209,17 @@ class Prefetch(RemoteModel):
             self.assertEqual(read_file(m.tensor(name, "raw")), self.raw_of(name))
         self.assertEqual(stats_of(m)["requests"], MOUNT_REQUESTS)
 
+    def test_a_second_prefetch_asks_only_whether_the_file_changed(self):
+        first = self.prefetch("--quiet")
+        self.assertEqual(first.returncode, 0, first.stderr)
+        mark = self.log_mark()
+        second = self.prefetch("--quiet")
+        self.assertEqual(second.returncode, 0, second.stderr)
+        self.assertEqual(self.fetched_bytes(second), 0)
+        # One conditional request for the file's first bytes, answered 304 without a body: nothing else.
+        requests = self.requests_since(mark, at_least=1)
+        self.assertEqual([(r[1], r[2], r[3]) for r in requests], [("/big.safetensors", 304, 0)], requests)
+
     def test_prefetch_of_some_tensors(self):
         result = self.prefetch("--quiet", "--tensors", "[cd]")
         self.assertEqual(result.returncode, 0, result.stderr)

@@ -211,7 +211,7 @@ class FetchOnlyWhatIsRead(RemoteModel):
 
 
 class DiskCache(RemoteModel):
-    def test_a_remount_reads_a_cached_tensor_with_no_request_for_its_bytes(self):
+    def test_a_remount_reads_a_cached_tensor_with_no_range_request(self):
         m = Mount(self.url, "--cache-dir", self.cache).__enter__()
         self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
         self.unmount_and_wait(m)
@@ -220,10 +220,40 @@ class DiskCache(RemoteModel):
         self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
         requests = self.requests_since(mark, at_least=settled_stats_of(m)["requests"])
         big = [r for r in requests if r[1] == "/big.safetensors"]
-        self.assertEqual(ranges_of(big)[0], (0, HEAD - 1))  # the mount's own
-        # The rest, if any, is the read-ahead going on past the tensor (it follows the reader): never its bytes.
-        self.assertTrue(all(first >= after_blocks_of(*self.spans["b"]) for first, _ in ranges_of(big)[1:]))
+        # The mount's own, asking whether the file changed (answered without a body), and nothing else: every byte
+        # of the tensor was fetched once, whole blocks kept, and a reader of cached bytes opens no read-ahead window
+        # past them.
+        self.assertEqual([(r[2], r[3], r[4]) for r in big], [(304, 0, f"bytes=0-{HEAD - 1}")], big)
+        self.assertEqual(stats_of(m)["bytes_fetched"], 0)
         self.assertGreaterEqual(stats_of(m)["disk_cache_hits"], 40 * MIB // BLOCK)
+
+    def test_bytes_an_exact_read_fetched_are_kept_across_mounts_and_fetched_once(self):
+        # A read across a block edge that is not part of a sequential stream is fetched exactly. Its bytes go to the
+        # disk cache as pieces of the two blocks: the same read through a new mount asks for nothing, and a reader
+        # of the whole tensor after it fetches only the rest of those blocks.
+        offset, size = self.spans["d"]
+        edge = (offset // MIB + 3) * MIB
+        start = (edge - offset - (64 << 10)) // 4096 * 4096  # 64-68 KiB before the edge, page-aligned in raw
+        expected = self.raw_of("d")
+        first_mark = self.log_mark()
+        for _ in range(2):
+            m = self.mount()
+            with open(m.tensor("d", "raw"), "rb", buffering=0) as f:
+                f.seek(start)
+                self.assertEqual(f.read(128 << 10), expected[start:start + (128 << 10)])
+            self.unmount_and_wait(m)
+        requests = [r for r in self.requests_since(first_mark) if r[1] == "/big.safetensors"]
+        self.assertEqual(len(ranges_of(requests)), 3, requests)  # the first mount's head and read; the second's head
+        self.assertEqual(ranges_of(requests)[1], (offset + start, offset + start + (128 << 10) - 1))
+        self.assertEqual([r[2] for r in requests], [206, 206, 304], requests)
+
+        mark = self.log_mark()
+        m = self.mount()
+        self.assertEqual(read_file(m.tensor("d", "raw")), expected)
+        asked = sorted(ranges_of(r for r in self.requests_since(mark, at_least=settled_stats_of(m)["requests"])
+                                 if r[1] == "/big.safetensors" and r[2] == 206))
+        for first, last in asked:
+            self.assertTrue(last < offset + start or first >= offset + start + (128 << 10), (first, last))
 
     def test_cat_uses_the_same_cache(self):
         m = Mount(self.url, "--cache-dir", self.cache).__enter__()
@@ -309,6 +339,58 @@ class DiskCache(RemoteModel):
             read_file(path)
         except OSError:
             pass  # the daemon was killed under the reader
+
+
+class HeaderLongerThanTheHead(unittest.TestCase):
+    """A file whose header is longer than what an open fetches: the parser reads the rest while the mount starts,
+    before its daemon forks. Those bytes are kept in the disk cache too (written at once: a thread started then would
+    not be in the daemon), and the daemon's own writes still reach the disk: the first mount fetches each byte of the
+    file once, and a 32 MiB tensor read again through a new mount on the same cache sends no range request."""
+
+    def setUp(self):
+        remote_servers.use_remote_environment()
+        self.data = tempfile.mkdtemp(prefix="tensorfs-remote-data-")
+        self.addCleanup(shutil.rmtree, self.data, ignore_errors=True)
+        self.cache = tempfile.mkdtemp(prefix="tensorfs-cache-")
+        self.addCleanup(shutil.rmtree, self.cache, ignore_errors=True)
+        values = np.random.default_rng(7).standard_normal(8 << 20, dtype=np.float32)
+        self.raw = values.tobytes()
+        header = {"__metadata__": {"notes": "n" * (300 << 10)},
+                  "w": {"dtype": "F32", "shape": [len(values)], "data_offsets": [0, len(self.raw)]}}
+        text = json.dumps(header).encode()
+        text += b" " * (-len(text) % 8)
+        self.assertGreater(len(text), 4 * HEAD)
+        with open(os.path.join(self.data, "long.safetensors"), "wb") as f:
+            f.write(struct.pack("<Q", len(text)) + text + self.raw)
+        self.size = 8 + len(text) + len(self.raw)
+        self.server = Nginx(self.data)
+        self.addCleanup(self.server.stop)
+        self.url = f"http://127.0.0.1:{self.server.http}/long.safetensors"
+
+    def requests(self, mark, at_least=0):
+        wait_until(lambda: len(self.server.log_lines()) - mark >= at_least)
+        return [r for r in requests_in(self.server.log_lines()[mark:]) if r[1] == "/long.safetensors"]
+
+    def read_through_a_mount(self):
+        m = Mount(self.url, "--cache-dir", self.cache).__enter__()
+        try:
+            self.assertEqual(read_file(m.tensor("w", "raw")), self.raw)
+            requests = settled_stats_of(m)["requests"]
+        finally:
+            m.__exit__(None, None, None)
+        self.assertTrue(wait_until(lambda: not daemon_pids(m.path)), "the daemon outlived its mount")
+        return requests
+
+    def test_each_byte_is_fetched_once_and_a_remount_sends_no_range_request(self):
+        mark = len(self.server.log_lines())
+        self.read_through_a_mount()
+        # The whole file was read (its header, then its only tensor): exactly the file was sent.
+        self.assertTrue(wait_until(lambda: sum(r[3] for r in self.requests(mark)) >= self.size))
+        self.assertEqual(sum(r[3] for r in self.requests(mark)), self.size, self.requests(mark))
+        mark = len(self.server.log_lines())
+        self.read_through_a_mount()
+        # Only the open's question whether the file changed, answered without a body.
+        self.assertEqual([(r[2], r[3]) for r in self.requests(mark, at_least=1)], [(304, 0)], self.requests(mark))
 
 
 class NetworkFaults(RemoteModel):

@@ -358,6 +358,80 @@ BOOST_AUTO_TEST_CASE(digests_match_the_published_test_vectors) {
     BOOST_TEST(md5.hex() == "7707d6ae4e027c70eea2a935c2296f21");
 }
 
+BOOST_AUTO_TEST_CASE(pieces_of_a_block_merge_when_they_overlap_or_touch_else_the_longer_stays) {
+    const auto piece = [](std::size_t begin, const std::string& bytes) { return Piece{begin, bytes}; };
+    const Piece overlapping = merged(piece(10, "abcdef"), piece(13, "defgh"));
+    BOOST_TEST(overlapping.begin == 10u);
+    BOOST_TEST(overlapping.bytes == "abcdefgh");
+    const Piece touching = merged(piece(4, "ef"), piece(0, "abcd"));
+    BOOST_TEST(touching.begin == 0u);
+    BOOST_TEST(touching.bytes == "abcdef");
+    const Piece inside = merged(piece(0, "abcdef"), piece(2, "cd"));
+    BOOST_TEST(inside.bytes == "abcdef");
+    const Piece apart = merged(piece(0, "ab"), piece(10, "klm"));
+    BOOST_TEST(apart.begin == 10u);
+    BOOST_TEST(apart.bytes == "klm");
+}
+
+// What an exact read fetched of a block stays on disk, merged with what came before, served from where it begins,
+// until the whole block is written.
+BOOST_AUTO_TEST_CASE(pieces_of_blocks_are_kept_on_disk_until_the_whole_block_is) {
+    const test::TempFolder folder;
+    DiskCache cache(folder.path(), 1 << 30);
+    const auto object = cache.object_folder("key");
+    BOOST_REQUIRE(object);
+    cache.write_piece_later(*object, 3, std::make_shared<const Piece>(Piece{100, std::string(50, 'a')}));
+    cache.write_piece_later(*object, 3, std::make_shared<const Piece>(Piece{150, std::string(50, 'b')}));
+    cache.wait_written();
+    const auto kept = cache.read_piece(*object, 3);
+    BOOST_REQUIRE(kept);
+    BOOST_TEST(kept->begin == 100u);
+    BOOST_TEST(kept->bytes == std::string(50, 'a') + std::string(50, 'b'));
+    char bytes[64];
+    BOOST_TEST(cache.read_from_piece(*object, 3, 140, bytes, sizeof bytes) == 60u);  // to the piece's end
+    BOOST_TEST(std::string(bytes, 10) == std::string(10, 'a'));
+    BOOST_TEST(std::string(bytes + 10, 50) == std::string(50, 'b'));
+    BOOST_TEST(cache.read_from_piece(*object, 3, 99, bytes, sizeof bytes) == 0u);  // before it
+    BOOST_TEST(cache.read_from_piece(*object, 4, 100, bytes, sizeof bytes) == 0u);  // another block
+    const std::string whole(1 << 20, 'w');
+    cache.write(*object, 3, whole.data(), whole.size());
+    BOOST_TEST(!cache.read_piece(*object, 3));
+    cache.write_piece_later(*object, 3, std::make_shared<const Piece>(Piece{0, "late"}));
+    cache.wait_written();
+    BOOST_TEST(!cache.read_piece(*object, 3));  // the whole block is there: no piece of it
+}
+
+// A piece written at once (a read before a daemon forks) is there when write_piece returns, with no writer thread.
+BOOST_AUTO_TEST_CASE(a_piece_written_at_once_is_there_when_the_call_returns) {
+    const test::TempFolder folder;
+    DiskCache cache(folder.path(), 1 << 30);
+    const auto object = cache.object_folder("key");
+    BOOST_REQUIRE(object);
+    cache.write_piece(*object, 0, Piece{8, "header"});
+    const auto kept = cache.read_piece(*object, 0);
+    BOOST_REQUIRE(kept);
+    BOOST_TEST(kept->begin == 8u);
+    BOOST_TEST(kept->bytes == "header");
+}
+
+BOOST_AUTO_TEST_CASE(the_disk_cache_remembers_what_a_url_answered) {
+    const test::TempFolder folder;
+    DiskCache cache(folder.path(), 1 << 30);
+    BOOST_TEST(!cache.remembered("http://h/a"));
+    cache.remember("http://h/a", {"\"etag\"", "Mon, 01 Jan 2024 00:00:00 GMT", 1234, cache.folder() / "0123abcd"});
+    const auto known = cache.remembered("http://h/a");
+    BOOST_REQUIRE(known);
+    BOOST_TEST(known->etag == "\"etag\"");
+    BOOST_TEST(known->last_modified == "Mon, 01 Jan 2024 00:00:00 GMT");
+    BOOST_TEST(known->size == 1234u);
+    BOOST_TEST(known->object == cache.folder() / "0123abcd");
+    BOOST_TEST(!cache.remembered("http://h/b"));
+    forget_every_url(cache.folder());
+    BOOST_TEST(!cache.remembered("http://h/a"));
+    DiskCache off(folder.path(), 0);
+    BOOST_TEST(!off.remembered("http://h/a"));
+}
+
 BOOST_AUTO_TEST_CASE(a_disk_cache_of_size_zero_keeps_nothing) {
     const test::TempFolder folder;
     DiskCache cache(folder.path(), 0);

@@ -1,0 +1,173 @@
+// timeout=: its value, the deadline every request keeps (against a server that never answers and one that refuses),
+// the memory of bytes that got no answer, and when a read began.
+#include <boost/test/unit_test.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "remote/http_client.hpp"
+#include "remote/remote_context.hpp"
+#include "temp_folder.hpp"
+#include "tensorfs/read_began.hpp"
+#include "tensorfs/source_options.hpp"
+
+namespace tensorfs::remote {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// A listening socket on 127.0.0.1 that never accepts: the kernel completes connections into its backlog and takes
+// the request, and nothing ever answers (a stopped or hung server). `listening` false: bound and closed again, a port
+// that refuses connections.
+class SilentPort {
+public:
+    explicit SilentPort(bool listening) {
+        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t length = sizeof address;
+        BOOST_REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+        BOOST_REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+        port_ = ntohs(address.sin_port);
+        if (listening) {
+            BOOST_REQUIRE(::listen(fd_, 16) == 0);
+        } else {
+            ::close(fd_);
+            fd_ = -1;
+        }
+    }
+    ~SilentPort() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/model.safetensors"; }
+
+private:
+    int fd_ = -1;
+    unsigned port_ = 0;
+};
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(timeouts)
+
+BOOST_AUTO_TEST_CASE(timeout_takes_positive_seconds_with_a_fraction) {
+    BOOST_TEST(parse_timeout("20")->count() == 20'000);
+    BOOST_TEST(parse_timeout("2.5")->count() == 2'500);
+    BOOST_TEST(parse_timeout("0.0001")->count() == 1);  // rounded up: never "no time at all"
+    BOOST_TEST(parse_timeout("86400")->count() == 86'400'000);
+    for (const char* bad : {"", "0", "-1", "1s", "abc", "nan", "inf", "86401", " 5", "5 "}) {
+        BOOST_TEST(!parse_timeout(bad), bad);
+    }
+    BOOST_TEST(SourceOptions{}.timeout == kDefaultTimeout);
+}
+
+BOOST_AUTO_TEST_CASE(messages_name_the_timeout_as_the_option_spells_it) {
+    BOOST_TEST(timeout_text(20s) == "20 s (timeout=20)");
+    BOOST_TEST(timeout_text(2500ms) == "2.5 s (timeout=2.5)");
+    BOOST_TEST(timeout_text(1ms) == "0.001 s (timeout=0.001)");
+}
+
+// The request goes out and nothing answers: it fails when its deadline passes, not after the retries' own limits
+// (20 s of silence per try).
+BOOST_AUTO_TEST_CASE(a_request_to_a_server_that_never_answers_ends_at_its_deadline) {
+    const SilentPort silent(true);
+    RemoteCounters counters;
+    HttpClient client(counters, {}, 300ms);
+    Request request;
+    request.url = silent.url();
+    const auto started = Clock::now();
+    try {
+        client.send(request);
+        BOOST_FAIL("a silent server answered");
+    } catch (const HttpError& error) {
+        BOOST_TEST(std::string(error.what()).find("no answer within 0.3 s (timeout=0.3)") != std::string::npos,
+                   error.what());
+    }
+    BOOST_TEST(seconds_since(started) < 15.0);  // a generous bound: the retries alone would take minutes
+}
+
+// Refused connections are retried with backoff while time is left, then the last failure is told with the timeout.
+BOOST_AUTO_TEST_CASE(a_refused_connection_is_retried_until_the_deadline_then_named) {
+    const SilentPort closed(false);
+    RemoteCounters counters;
+    HttpClient client(counters, {}, 600ms);
+    Request request;
+    request.url = closed.url();
+    try {
+        client.send(request);
+        BOOST_FAIL("a closed port answered");
+    } catch (const HttpError& error) {
+        const std::string what = error.what();
+        BOOST_TEST(what.find("cannot connect") != std::string::npos, what);
+        BOOST_TEST(what.find("gave up after 0.6 s (timeout=0.6)") != std::string::npos, what);
+    }
+    BOOST_TEST(counters.retries.get() >= 1);
+    BOOST_TEST(counters.retries.get() < 5);  // the deadline, not the count of tries, ended it
+}
+
+// A deadline the caller set (a reader's, who began waiting earlier) wins over the client's own timeout.
+BOOST_AUTO_TEST_CASE(a_deadline_already_past_sends_nothing) {
+    const SilentPort silent(true);
+    RemoteCounters counters;
+    HttpClient client(counters, {}, 20s);
+    Request request;
+    request.url = silent.url();
+    request.deadline = Clock::now() - 1ms;
+    BOOST_CHECK_THROW(client.send(request), HttpError);
+    BOOST_TEST(counters.requests.get() == 0);
+}
+
+// Blocks whose fetch got no answer fail at once until the server answers again, or one timeout later; no
+// read-ahead starts meanwhile.
+BOOST_AUTO_TEST_CASE(bytes_that_got_no_answer_are_not_waited_for_again_until_the_server_answers) {
+    const test::TempFolder folder;
+    SourceOptions options;
+    options.cache_dir = folder.path();
+    options.timeout = 200ms;
+    RemoteContext context(options, {}, [](const Response&) { return std::string(); });
+    BOOST_TEST(!context.silent());
+    context.no_answer(1, 3, 5);
+    BOOST_TEST(context.silent());
+    BOOST_TEST(context.unanswered(1, 4).has_value());
+    BOOST_TEST(!context.unanswered(1, 6).has_value());  // another block
+    BOOST_TEST(!context.unanswered(2, 4).has_value());  // another object
+    context.answered();
+    BOOST_TEST(!context.silent());
+    BOOST_TEST(!context.unanswered(1, 4).has_value());
+
+    context.no_answer(1, 7, 7);
+    // One timeout later they are asked for again: within a generous bound (polled, never slept for a fixed time).
+    const auto bound = Clock::now() + 30s;
+    while (context.unanswered(1, 7).has_value() && Clock::now() < bound) std::this_thread::sleep_for(10ms);
+    BOOST_TEST(!context.unanswered(1, 7).has_value());
+    BOOST_TEST(!context.silent());
+}
+
+BOOST_AUTO_TEST_CASE(a_read_begins_when_marked_else_when_asked) {
+    const auto arrived = Clock::now() - 5s;
+    {
+        const ReadBegan began(arrived);
+        BOOST_TEST((read_began() == arrived));
+        {
+            const ReadBegan inner(arrived + 1s);
+            BOOST_TEST((read_began() == arrived + 1s));
+        }
+        BOOST_TEST((read_began() == arrived));
+        std::thread([&] { BOOST_TEST((read_began() > arrived + 4s)); }).join();  // another thread: its own
+    }
+    BOOST_TEST((read_began() > arrived + 4s));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace tensorfs::remote
