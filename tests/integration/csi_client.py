@@ -138,7 +138,8 @@ class Plugin:
         if source is not None:
             context["source"] = source
         context.update(options)
-        self.targets.add(target)
+        if target:  # "" is a refused request (the tests check it), not a folder to clean up
+            self.targets.add(target)
         return self.node.NodePublishVolume(pb.NodePublishVolumeRequest(
             volume_id=volume_id, target_path=target, volume_capability=cap, readonly=readonly,
             secrets=secrets or {}, volume_context=context), timeout=120)

@@ -55,13 +55,16 @@ def is_mounted(path):
 
 def daemon_pids(mountpoint):
     """Pids of tensorfs processes serving `mountpoint` (found by their unique command line)."""
+    # An empty name would match every tensorfs process (and the tests kill what this returns).
+    if not mountpoint:
+        raise ValueError("daemon_pids needs a mount point")
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
+                argv = f.read().rstrip(b"\0").split(b"\0")  # no empty word after the last NUL
         except OSError:
             continue
         if argv and os.path.basename(argv[0]) == b"tensorfs" and mountpoint.encode() in argv:
