@@ -235,6 +235,10 @@ void RemoteObject::read_blocks(std::uint64_t offset, std::size_t length, char* o
                     out += served;
                     continue;
                 }
+                // Marked as under way before looking for claims: a fetch of whole blocks that claims some of these
+                // after the look waits for the pieces this keeps.
+                const ExactFetches::UnderWay under_way(exact_fetches_, at, end);
+                if (context_->find(serial_, index).valid()) continue;  // claimed meanwhile: served from that fetch
                 // Exactly what is asked, up to the next cached block.
                 std::uint64_t upto = index + 1;
                 while (upto * kBlockBytes < end && !on_disk(upto) && !context_->find(serial_, upto).valid()) ++upto;
@@ -449,6 +453,7 @@ void RemoteObject::fetch_blocks(RemoteContext::Claim& claim, Deadline deadline) 
     const std::uint64_t first = claim.first;
     const std::size_t count = claim.promises.size();
     try {
+        exact_fetches_.wait_for(first * kBlockBytes, (first + count) * kBlockBytes, deadline);
         const auto buffers = new_block_buffers(first, count);
         // What exact reads kept of these blocks is not asked again: the rest comes in one request per gap.
         std::vector<std::span<char>> gap;

@@ -10,7 +10,7 @@
 //     exactly its own bytes (when they are not in memory or in the disk cache): a random touch costs 1 MiB at most;
 //     what it fetched is kept (parts of blocks as pieces, in memory and in the disk cache), so that a read of the
 //     same bytes later, also in another mount, is served from them, and a block fetched whole later asks only for the
-//     rest;
+//     rest (waiting for an exact fetch still under way, exact_fetches.hpp);
 //   - a read that continues a stream (starts near where one ended) fetches whole blocks of kBlockBytes, and the
 //     read-ahead keeps the blocks up to a window ahead fetched or on their way, in range requests of up to
 //     kRangeBytes on up to max_connections connections; the window is twice what the stream has read in order,
@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "digest.hpp"
+#include "exact_fetches.hpp"
 #include "remote_context.hpp"
 #include "tensorfs/source_object.hpp"
 
@@ -196,6 +197,7 @@ private:
     // The folder the disk cache remembered for this URL, when it was opened as remembered (nothing to record then).
     std::optional<std::filesystem::path> remembered_folder_;
     mutable std::atomic<bool> changed_{false};
+    mutable ExactFetches exact_fetches_;
 };
 
 }  // namespace tensorfs::remote
