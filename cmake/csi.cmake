@@ -17,6 +17,10 @@ add_custom_command(OUTPUT ${CSI_STUBS}
 # Generated code is compiled without our warnings; src/csi keeps them (and -Werror).
 add_library(csi_stubs STATIC ${CSI_STUBS_DIR}/csi.pb.cc ${CSI_STUBS_DIR}/csi.grpc.pb.cc)
 target_compile_options(csi_stubs PRIVATE -w)
+# Nor with the sanitizers: they check our code, not protoc's, and instrumenting it at -O0 cost CI minutes (docs/ci.md).
+if(TENSORFS_SANITIZE)
+  target_compile_options(csi_stubs PRIVATE -fno-sanitize=all)
+endif()
 target_include_directories(csi_stubs SYSTEM PUBLIC ${CSI_STUBS_DIR})
 target_link_libraries(csi_stubs PUBLIC gRPC::grpc++ protobuf::libprotobuf)
 
