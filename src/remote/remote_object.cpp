@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "digest.hpp"
@@ -237,8 +238,19 @@ void RemoteObject::read_blocks(std::uint64_t offset, std::size_t length, char* o
                 }
                 // Marked as under way before looking for claims: a fetch of whole blocks that claims some of these
                 // after the look waits for the pieces this keeps.
-                const ExactFetches::UnderWay under_way(exact_fetches_, at, end);
-                if (context_->find(serial_, index).valid()) continue;  // claimed meanwhile: served from that fetch
+                std::optional<ExactFetches::UnderWay> under_way;
+                under_way.emplace(exact_fetches_, at, end);
+                if (context_->find(serial_, index).valid()) {
+                    // Claimed meanwhile: served from that fetch (which waits for this mark, so it goes first), unless
+                    // it failed.
+                    under_way.reset();
+                    if (serve_cached(index, from, part, out, deadline)) {
+                        at += part;
+                        out += part;
+                        continue;
+                    }
+                    under_way.emplace(exact_fetches_, at, end);
+                }
                 // Exactly what is asked, up to the next cached block.
                 std::uint64_t upto = index + 1;
                 while (upto * kBlockBytes < end && !on_disk(upto) && !context_->find(serial_, upto).valid()) ++upto;
