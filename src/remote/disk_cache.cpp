@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tensorfs/exit_signals.hpp"
+#include "writer_priority.hpp"
 
 namespace tensorfs::remote {
 namespace fs = std::filesystem;
@@ -153,10 +154,12 @@ void DiskCache::wait_written() {
 
 // The writer thread: every queued block, also those queued when the cache is told to stop.
 void DiskCache::write_queued() {
+    WriterPriority priority(max_queued_);
     std::unique_lock lock(queue_mutex_);
     for (;;) {
         queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;  // stopping, and nothing left
+        priority.follow(queue_bytes_);
         Write next = std::move(queue_.front());
         queue_.pop_front();
         lock.unlock();

@@ -14,7 +14,8 @@
 // open descriptor keeps reading a deleted file, and a block that vanished is simply fetched again.
 //
 // Blocks are written by a thread of the cache's own, so that a slow disk (a busy machine's writes are throttled to
-// its disk's speed) never holds a fetched block back from its readers.
+// its disk's speed) never holds a fetched block back from its readers; it writes at idle priority while it keeps up
+// (writer_priority.hpp).
 #pragma once
 
 #include <condition_variable>
