@@ -86,6 +86,19 @@ bool publish(const fs::path& target, const char* data, std::size_t length) {
     return true;
 }
 
+// Where the piece in the open piece file `fd` begins and ends in its block; nullopt when the file holds none.
+std::optional<std::pair<std::size_t, std::size_t>> piece_span(int fd) {
+    unsigned char header[kPieceHeaderBytes];
+    struct stat status {};
+    if (::pread(fd, header, sizeof header, 0) != static_cast<ssize_t>(sizeof header) || ::fstat(fd, &status) != 0 ||
+        static_cast<std::size_t>(status.st_size) <= kPieceHeaderBytes) {
+        return std::nullopt;
+    }
+    std::size_t begin = 0;
+    for (std::size_t i = 0; i < kPieceHeaderBytes; ++i) begin |= static_cast<std::size_t>(header[i]) << (8 * i);
+    return std::pair{begin, begin + static_cast<std::size_t>(status.st_size) - kPieceHeaderBytes};
+}
+
 std::optional<std::string> read_small_file(const fs::path& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return std::nullopt;
@@ -317,14 +330,10 @@ std::size_t DiskCache::read_from_piece(const fs::path& object, std::uint64_t ind
     if (!enabled()) return 0;
     const int fd = ::open((object / (std::to_string(index) + kPieceSuffix)).c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
-    unsigned char header[kPieceHeaderBytes];
-    struct stat status {};
-    bool held = ::pread(fd, header, sizeof header, 0) == static_cast<ssize_t>(sizeof header) &&
-                ::fstat(fd, &status) == 0 && static_cast<std::size_t>(status.st_size) > kPieceHeaderBytes;
-    std::size_t begin = 0;
-    for (std::size_t i = 0; held && i < kPieceHeaderBytes; ++i) begin |= static_cast<std::size_t>(header[i]) << (8 * i);
-    const std::size_t end = held ? begin + static_cast<std::size_t>(status.st_size) - kPieceHeaderBytes : 0;
-    held = held && from >= begin && from < end;
+    const auto span = piece_span(fd);
+    const std::size_t begin = span ? span->first : 0;
+    const std::size_t end = span ? span->second : 0;
+    bool held = span && from >= begin && from < end;
     const std::size_t count = held ? std::min(length, end - from) : 0;
     std::size_t done = 0;
     while (held && done < count) {
@@ -337,6 +346,16 @@ std::size_t DiskCache::read_from_piece(const fs::path& object, std::uint64_t ind
     if (held) ::futimens(fd, nullptr);  // used now: eviction goes by mtime
     ::close(fd);
     return held ? count : 0;
+}
+
+std::optional<std::size_t> DiskCache::piece_begin(const fs::path& object, std::uint64_t index) const {
+    if (!enabled()) return std::nullopt;
+    const int fd = ::open((object / (std::to_string(index) + kPieceSuffix)).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    const auto span = piece_span(fd);
+    ::close(fd);
+    if (!span) return std::nullopt;
+    return span->first;
 }
 
 bool DiskCache::has_block_file(const fs::path& object, std::uint64_t index) const {

@@ -81,6 +81,9 @@ public:
     std::size_t read_from_piece(const std::filesystem::path& object, std::uint64_t index, std::size_t from, char* dst,
                                 std::size_t length);
 
+    // Where the piece of block `index` begins in the block; nullopt when there is none.
+    std::optional<std::size_t> piece_begin(const std::filesystem::path& object, std::uint64_t index) const;
+
     // Whether block `index` is there, `block_length` bytes long.
     bool has(const std::filesystem::path& object, std::uint64_t index, std::size_t block_length) const;
 

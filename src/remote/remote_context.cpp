@@ -242,6 +242,13 @@ std::size_t RemoteContext::read_piece(std::uint64_t serial, std::uint64_t index,
     return count;
 }
 
+std::optional<std::size_t> RemoteContext::piece_begin(std::uint64_t serial, std::uint64_t index) {
+    const std::lock_guard lock(mutex_);
+    const auto found = piece_index_.find(Key{serial, index});
+    if (found == piece_index_.end()) return std::nullopt;
+    return found->second->second.begin;
+}
+
 void RemoteContext::measured(std::uint64_t bytes, std::uint64_t first_byte_us, std::uint64_t total_us) {
     const std::lock_guard lock(mutex_);
     link_.answered(bytes, first_byte_us, total_us);

@@ -101,6 +101,8 @@ public:
     // Bytes from `from` on (at most `length`) of block `index` of object `serial` from its piece in memory: how many it
     // copied to `dst`, 0 when no piece holds byte `from`.
     std::size_t read_piece(std::uint64_t serial, std::uint64_t index, std::size_t from, std::size_t length, char* dst);
+    // Where the piece kept of block `index` of object `serial` begins in the block; nullopt when none is.
+    std::optional<std::size_t> piece_begin(std::uint64_t serial, std::uint64_t index);
 
     // A block queued for the disk cache (true), or written (false): counted against the budget once, also while
     // it is kept for readers too (the disk cache calls it).

@@ -251,10 +251,11 @@ void RemoteObject::read_blocks(std::uint64_t offset, std::size_t length, char* o
                     }
                     under_way.emplace(exact_fetches_, at, end);
                 }
-                // Exactly what is asked, up to the next cached block.
+                // Exactly what is asked, up to the next cached block or kept piece (the read goes on from those).
                 std::uint64_t upto = index + 1;
                 while (upto * kBlockBytes < end && !on_disk(upto) && !context_->find(serial_, upto).valid()) ++upto;
-                const std::size_t count = static_cast<std::size_t>(std::min(end, upto * kBlockBytes) - at);
+                const std::uint64_t stop = stop_at_kept_piece(index, std::min(end, upto * kBlockBytes), at);
+                const auto count = static_cast<std::size_t>(stop - at);
                 fetch(at, count, out, deadline);
                 context_->counters().disk_cache_misses.add(1);
                 keep_fetched(at, count, out, disk_write);
@@ -278,6 +279,15 @@ void RemoteObject::read_blocks(std::uint64_t offset, std::size_t length, char* o
         at += part;
         out += part;
     }
+}
+
+std::uint64_t RemoteObject::stop_at_kept_piece(std::uint64_t index, std::uint64_t end, std::uint64_t after) const {
+    for (; index * kBlockBytes < end; ++index) {
+        auto begin = context_->piece_begin(serial_, index);
+        if (!begin && cache_folder()) begin = context_->disk().piece_begin(*cache_folder(), index);
+        if (begin && index * kBlockBytes + *begin > after) return std::min(end, index * kBlockBytes + *begin);
+    }
+    return end;
 }
 
 bool RemoteObject::cached_before(std::uint64_t offset, std::uint64_t end) const {
@@ -481,14 +491,7 @@ void RemoteObject::fetch_blocks(RemoteContext::Claim& claim, Deadline deadline) 
         for (std::size_t i = 0; i < count; ++i) {
             const std::span<char> block(buffers[i].get(), block_length(first + i));
             const std::uint64_t block_offset = (first + i) * kBlockBytes;
-            auto piece = context_->take_piece(serial_, first + i);
-            if (!piece && cache_folder()) {
-                // Kept on disk by an exact read of an earlier mount or command.
-                if (auto kept = context_->disk().read_piece(*cache_folder(), first + i);
-                    kept && kept->begin < block.size() && kept->bytes.size() <= block.size() - kept->begin) {
-                    piece = std::move(kept);
-                }
-            }
+            const auto piece = take_kept_piece(first + i, block.size());
             if (!piece) {
                 if (gap.empty()) gap_offset = block_offset;
                 gap.push_back(block);
@@ -516,6 +519,28 @@ void RemoteObject::fetch_blocks(RemoteContext::Claim& claim, Deadline deadline) 
         context_->give_up(claim, nullptr);  // out of memory: whoever waits tries again itself
         throw;
     }
+}
+
+std::optional<Piece> RemoteObject::take_kept_piece(std::uint64_t index, std::size_t block_length) const {
+    std::optional<Piece> in_memory = context_->take_piece(serial_, index);
+    // Kept on disk by an exact read of an earlier mount or command; an exact read of this process that stopped where
+    // that piece begins kept the bytes before it in memory.
+    std::optional<Piece> on_disk;
+    if (cache_folder()) on_disk = context_->disk().read_piece(*cache_folder(), index);
+    Piece piece;
+    if (in_memory && on_disk) {
+        piece = merged(std::move(*in_memory), std::move(*on_disk));
+    } else if (in_memory) {
+        piece = std::move(*in_memory);
+    } else if (on_disk) {
+        piece = std::move(*on_disk);
+    } else {
+        return std::nullopt;
+    }
+    if (piece.bytes.empty() || piece.begin >= block_length || piece.bytes.size() > block_length - piece.begin) {
+        return std::nullopt;  // not a piece of a block of this length
+    }
+    return piece;
 }
 
 std::vector<std::shared_ptr<char[]>> RemoteObject::new_block_buffers(std::uint64_t first, std::size_t count) const {

@@ -122,6 +122,10 @@ private:
     // Lets the first bytes fetched at open go, as a piece of block 0 (see head_); returns their count when they were
     // the whole block 0 (a small file), else 0.
     std::size_t drop_head() const;
+    // Where an exact fetch from byte `after` to `end` stops (block `index` holds byte `after`): where the first piece
+    // kept of a block from `index` on (in memory or in the disk cache) begins, when that is after `after` and before
+    // `end`; else `end`.
+    std::uint64_t stop_at_kept_piece(std::uint64_t index, std::uint64_t end, std::uint64_t after) const;
     // Whether every block of bytes [offset, end) was in the disk cache before this process fetched any of it.
     bool cached_before(std::uint64_t offset, std::uint64_t end) const;
     // How what a read fetched goes to the disk cache: queued for its writer thread, or written before the read
@@ -143,6 +147,9 @@ private:
     // hands them to their waiters and queues them for the disk.
     // Throws IoError (which the waiters get too) when they cannot be fetched.
     void fetch_blocks(RemoteContext::Claim& claim, Deadline deadline) const;
+    // The bytes of block `index` (`block_length` long) that exact reads kept, in memory or in the disk cache, taken
+    // from the memory; nullopt when none are.
+    std::optional<Piece> take_kept_piece(std::uint64_t index, std::size_t block_length) const;
     // A buffer for each of blocks [first, first + count): a block dropped from memory frees its own bytes, never
     // waiting for the other blocks its range brought.
     std::vector<std::shared_ptr<char[]>> new_block_buffers(std::uint64_t first, std::size_t count) const;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -393,9 +394,12 @@ BOOST_AUTO_TEST_CASE(pieces_of_blocks_are_kept_on_disk_until_the_whole_block_is)
     BOOST_TEST(std::string(bytes + 10, 50) == std::string(50, 'b'));
     BOOST_TEST(cache.read_from_piece(*object, 3, 99, bytes, sizeof bytes) == 0u);  // before it
     BOOST_TEST(cache.read_from_piece(*object, 4, 100, bytes, sizeof bytes) == 0u);  // another block
+    BOOST_TEST(cache.piece_begin(*object, 3).value_or(0) == 100u);
+    BOOST_TEST(!cache.piece_begin(*object, 4));
     const std::string whole(1 << 20, 'w');
     cache.write(*object, 3, whole.data(), whole.size());
     BOOST_TEST(!cache.read_piece(*object, 3));
+    BOOST_TEST(!cache.piece_begin(*object, 3));
     cache.write_piece_later(*object, 3, std::make_shared<const Piece>(Piece{0, "late"}));
     cache.wait_written();
     BOOST_TEST(!cache.read_piece(*object, 3));  // the whole block is there: no piece of it
