@@ -162,7 +162,9 @@ void DiskCache::enqueue(std::unique_lock<std::mutex>& lock, Write write) {
 
 void DiskCache::wait_written() {
     std::unique_lock lock(queue_mutex_);
+    ++waiting_;
     queue_changed_.wait(lock, [&] { return queue_bytes_ == 0; });
+    --waiting_;
 }
 
 // The writer thread: every queued block, also those queued when the cache is told to stop.
@@ -172,7 +174,7 @@ void DiskCache::write_queued() {
     for (;;) {
         queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;  // stopping, and nothing left
-        priority.follow(queue_bytes_);
+        priority.follow(queue_bytes_, stopping_ || waiting_ > 0);
         Write next = std::move(queue_.front());
         queue_.pop_front();
         lock.unlock();

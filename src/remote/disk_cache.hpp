@@ -148,6 +148,7 @@ private:
     std::deque<Write> queue_;
     std::size_t queue_bytes_ = 0;   // of the queued blocks and the one being written
     bool stopping_ = false;
+    std::size_t waiting_ = 0;       // callers of wait_written() waiting
     std::thread writer_;
 };
 

@@ -5,8 +5,8 @@
 
 namespace tensorfs::remote {
 
-void WriterPriority::follow(std::size_t queued) {
-    const Level wanted = queued > most_queued_ / 2 ? Level::Normal : Level::Idle;
+void WriterPriority::follow(std::size_t queued, bool awaited) {
+    const Level wanted = awaited || queued > most_queued_ / 2 ? Level::Normal : Level::Idle;
     if (wanted == level_) return;
     level_ = wanted;
     // A failure leaves the thread at the priority it had: the writes are the same, only their share of the CPU.
