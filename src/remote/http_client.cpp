@@ -114,6 +114,7 @@ struct Transfer {
 
 std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
     auto& transfer = *static_cast<Transfer*>(user);
+    if (transfer.request->on_answer) transfer.request->on_answer();
     const std::string_view line(data, size * count);
     Response& response = transfer.response;
     if (line.starts_with("HTTP/")) {
@@ -158,6 +159,7 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
     const std::size_t length = size * count;
     Response& response = transfer.response;
     const Request& request = *transfer.request;
+    if (request.on_answer) request.on_answer();
     if (!response.ok()) {
         // An error's body: keep its start for the message, drop the rest.
         const std::size_t room = kErrorBodyBytes - std::min(kErrorBodyBytes, response.body.size());

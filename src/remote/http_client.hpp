@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -56,6 +57,9 @@ struct Request {
     // When to give up, retries included: a reader's whole wait is bounded (timeout=). Unset: the client's timeout
     // from now.
     std::optional<std::chrono::steady_clock::time_point> deadline;
+    // Called, on the sending thread, whenever the server sends something (a header line, a part of the body): it is
+    // there, however slowly the body comes.
+    std::function<void()> on_answer;
 };
 
 struct Response {

@@ -164,37 +164,21 @@ void RemoteContext::end_claim(Claim& claim) {
     show_memory();
 }
 
-void RemoteContext::no_answer(std::uint64_t serial, std::uint64_t first, std::uint64_t last) {
-    const auto now = std::chrono::steady_clock::now();
-    const std::lock_guard lock(unanswered_mutex_);
-    for (std::uint64_t index = first; index <= last; ++index) unanswered_[Key{serial, index}] = now;
-    last_unanswered_ = now.time_since_epoch().count();
+void RemoteContext::no_answer() {
+    last_unanswered_ = std::chrono::steady_clock::now().time_since_epoch().count();
     any_unanswered_ = true;
 }
 
-bool RemoteContext::silent() const {
-    if (!any_unanswered_.load(std::memory_order_relaxed)) return false;
+std::optional<std::chrono::steady_clock::duration> RemoteContext::silence() const {
+    if (!any_unanswered_.load(std::memory_order_relaxed)) return std::nullopt;
     const std::chrono::steady_clock::time_point last{std::chrono::steady_clock::duration(last_unanswered_.load())};
-    return std::chrono::steady_clock::now() - last < timeout_;
+    const auto ago = std::chrono::steady_clock::now() - last;
+    if (ago >= timeout_) return std::nullopt;  // one timeout later: asked again
+    return ago;
 }
 
 void RemoteContext::answered() {
-    if (!any_unanswered_.load(std::memory_order_relaxed)) return;
-    const std::lock_guard lock(unanswered_mutex_);
-    unanswered_.clear();
-    any_unanswered_ = false;
-}
-
-std::optional<std::chrono::steady_clock::duration> RemoteContext::unanswered(std::uint64_t serial,
-                                                                             std::uint64_t index) {
-    if (!any_unanswered_.load(std::memory_order_relaxed)) return std::nullopt;
-    const std::lock_guard lock(unanswered_mutex_);
-    const auto found = unanswered_.find(Key{serial, index});
-    if (found == unanswered_.end()) return std::nullopt;
-    const auto ago = std::chrono::steady_clock::now() - found->second;
-    if (ago < timeout_) return ago;
-    unanswered_.erase(found);  // one timeout later: asked for again
-    return std::nullopt;
+    if (any_unanswered_.load(std::memory_order_relaxed)) any_unanswered_ = false;
 }
 
 void RemoteContext::keep_piece(std::uint64_t serial, std::uint64_t index, Piece piece) {

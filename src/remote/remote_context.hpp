@@ -112,18 +112,18 @@ public:
     // measured round trip and rate of one connection (recent averages, shown in the stats, sizing the window).
     void measured(std::uint64_t bytes, std::uint64_t first_byte_us, std::uint64_t total_us);
 
-    // A fetch of blocks [first, last] of object `serial` got no answer by its deadline (the server is down or hangs).
-    // Until the server answers a fetch again, for one timeout at most, reads of those blocks fail at once instead of
-    // waiting a whole timeout again: the kernel asks for a page again right after a read-ahead of it failed, and a
-    // reader faulting that page would otherwise wait twice the timeout.
-    void no_answer(std::uint64_t serial, std::uint64_t first, std::uint64_t last);
-    // The server answered a fetch: every block is asked for again.
+    // A request got no answer by its deadline (the server is down or hangs): the server is silent. Until it sends
+    // something again, for one timeout at most, every read that would wait for it fails at once instead of waiting a
+    // whole timeout of its own: the kernel asks again for a page right after its read failed, and readers held up
+    // behind the first ones come only then, so a storm of faults would otherwise last two timeouts or more. One
+    // timeout after the last request that got no answer, reads ask the server again.
+    void no_answer();
+    // The server sent something (an answer's headers, bytes of a body): it is not silent.
     void answered();
-    // How long ago a fetch of block `index` of object `serial` got no answer, while its reads fail at once.
-    std::optional<std::chrono::steady_clock::duration> unanswered(std::uint64_t serial, std::uint64_t index);
-    // Whether a fetch got no answer within the last timeout and none was answered since: no read-ahead starts then
-    // (it would hold blocks that readers, coming back right after their error, would wait for a whole timeout).
-    bool silent() const;
+    // How long ago a request got no answer, while the server is silent; nullopt when it is not.
+    std::optional<std::chrono::steady_clock::duration> silence() const;
+    // Whether the server is silent: no read-ahead starts then, and reads that would wait for it fail at once.
+    bool silent() const { return silence().has_value(); }
 
     // The window of the last sequential reader, shown in the stats.
     void show_window(std::uint64_t bytes) { counters_->window_bytes.set(static_cast<std::int64_t>(bytes)); }
@@ -177,10 +177,8 @@ private:
     unsigned connections_ = 0;
     LinkEstimate link_;
 
-    std::mutex unanswered_mutex_;
-    std::map<Key, std::chrono::steady_clock::time_point> unanswered_;  // when each block's fetch got no answer
-    std::atomic<bool> any_unanswered_{false};
-    std::atomic<std::chrono::steady_clock::rep> last_unanswered_{0};  // when the latest fetch got no answer
+    std::atomic<bool> any_unanswered_{false};  // a request got no answer and the server sent nothing since
+    std::atomic<std::chrono::steady_clock::rep> last_unanswered_{0};  // when the latest request got no answer
 };
 
 }  // namespace tensorfs::remote

@@ -211,14 +211,7 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
     // A read that is not sequential (yet) fetches its whole block when it lies inside one (at most a block, and
     // the block lands in the disk cache), else exactly its bytes (never two blocks for one small read).
     const bool exact = followed.ahead == 0 && offset / kBlockBytes != (end - 1) / kBlockBytes;
-    try {
-        read_blocks(offset, length, static_cast<char*>(dst), exact, deadline, DiskWrite::Later);
-    } catch (const IoError&) {
-        // The server left this read unanswered: the kernel asks again at once for the page a reader faults, which
-        // then fails at once too, whichever block of the read held it up.
-        if (context_->silent()) context_->no_answer(serial_, offset / kBlockBytes, (end - 1) / kBlockBytes);
-        throw;
-    }
+    read_blocks(offset, length, static_cast<char*>(dst), exact, deadline, DiskWrite::Later);
 }
 
 void RemoteObject::read_blocks(std::uint64_t offset, std::size_t length, char* out, bool exact,
@@ -420,9 +413,10 @@ void RemoteObject::read_ahead(const Follow& followed) const {
 bool RemoteObject::serve_cached(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst,
                                 Deadline deadline) const {
     if (const auto found = context_->find(serial_, index); found.valid()) {
+        // Not a second wait on a silent server, for a fetch that began before it fell silent.
+        if (found.wait_for(std::chrono::seconds(0)) != std::future_status::ready) fail_if_silent();
         if (found.wait_until(deadline) == std::future_status::timeout) {
-            // No answer for this reader: one that comes back for the same bytes right after fails at once.
-            context_->no_answer(serial_, index, index);
+            context_->no_answer();
             throw IoError(name(), "no answer within " + timeout_text(context_->timeout()) +
                                       " (a fetch of these bytes is still under way)");
         }
@@ -475,6 +469,9 @@ void RemoteObject::fetch_blocks(RemoteContext::Claim& claim, Deadline deadline) 
     const std::uint64_t first = claim.first;
     const std::size_t count = claim.promises.size();
     try {
+        // Checked before waiting for exact fetches too: a read-ahead queued before the server fell silent may start
+        // only once the fetches that got no answer end, and must not keep readers waiting for a second timeout.
+        fail_if_silent();
         exact_fetches_.wait_for(first * kBlockBytes, (first + count) * kBlockBytes, deadline);
         const auto buffers = new_block_buffers(first, count);
         // What exact reads kept of these blocks is not asked again: the rest comes in one request per gap.
@@ -745,6 +742,17 @@ std::vector<std::string> RemoteObject::precondition_headers() const {
     return {};
 }
 
+void RemoteObject::fail_if_silent() const {
+    if (const auto ago = context_->silence()) {
+        const auto seconds = std::chrono::duration_cast<std::chrono::milliseconds>(*ago).count() / 1000.0;
+        char text[32];
+        std::snprintf(text, sizeof text, "%.1f", seconds);
+        throw IoError(name(), std::string("the server gave no answer ") + text +
+                                  " s ago; reads fail at once until it answers, or for " +
+                                  timeout_text(context_->timeout()) + " after that");
+    }
+}
+
 void RemoteObject::fetch(std::uint64_t offset, std::size_t length, char* dst, Deadline deadline) const {
     fetch(offset, {std::span<char>(dst, length)}, deadline);
 }
@@ -755,16 +763,7 @@ void RemoteObject::fetch(std::uint64_t offset, std::vector<std::span<char>> into
     for (const std::span<char> buffer : into) length += buffer.size();
     const std::uint64_t first_block = offset / kBlockBytes;
     const std::uint64_t last_block = (offset + length - 1) / kBlockBytes;
-    for (std::uint64_t index = first_block; index <= last_block; ++index) {
-        if (const auto ago = context_->unanswered(serial_, index)) {
-            const auto seconds = std::chrono::duration_cast<std::chrono::milliseconds>(*ago).count() / 1000.0;
-            char text[32];
-            std::snprintf(text, sizeof text, "%.1f", seconds);
-            throw IoError(name(), std::string("the server gave no answer for these bytes ") + text +
-                                      " s ago; they are asked for again once it answers, or after " +
-                                      timeout_text(context_->timeout()));
-        }
-    }
+    fail_if_silent();
     Request request;
     request.ranged = true;
     request.first = offset;
@@ -773,6 +772,7 @@ void RemoteObject::fetch(std::uint64_t offset, std::vector<std::span<char>> into
     request.into = std::move(into);
     request.capacity = length;
     request.deadline = deadline;
+    request.on_answer = [context = context_.get()] { context->answered(); };
     for (int attempt = 0;; ++attempt) {
         {
             const std::lock_guard lock(mutex_);
@@ -783,11 +783,10 @@ void RemoteObject::fetch(std::uint64_t offset, std::vector<std::span<char>> into
         try {
             response = context_->http().send(request);
         } catch (const HttpError& error) {
-            context_->no_answer(serial_, first_block, last_block);
+            context_->no_answer();
             throw IoError(name(), error.what());
         }
         if (response.status == 206) {
-            context_->answered();
             if (!identity_.etag.empty() && !response.etag.empty() && response.etag != identity_.etag) {
                 changed("its ETag is now " + response.etag + ", was " + identity_.etag);
             }

@@ -166,6 +166,9 @@ private:
     void fetch(std::uint64_t offset, std::size_t length, char* dst, Deadline deadline) const;
     // The same for the bytes from `offset` on that fill the buffers of `into`, one after the other.
     void fetch(std::uint64_t offset, std::vector<std::span<char>> into, Deadline deadline) const;
+    // Throws IoError while the server is silent (RemoteContext::no_answer): a read fails at once instead of
+    // waiting a timeout of its own for it.
+    void fail_if_silent() const;
     [[noreturn]] void changed(const std::string& how) const;
     std::vector<std::string> precondition_headers() const;
 
