@@ -23,20 +23,26 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
+// A TCP socket bound to a free port of 127.0.0.1; `port` gets the port.
+int bound_loopback_socket(unsigned& port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof address;
+    BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    BOOST_REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+    port = ntohs(address.sin_port);
+    return fd;
+}
+
 // A listening socket on 127.0.0.1 that never accepts: the kernel completes connections into its backlog and takes
 // the request, and nothing ever answers (a stopped or hung server). `listening` false: bound and closed again, a port
 // that refuses connections.
 class SilentPort {
 public:
     explicit SilentPort(bool listening) {
-        fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t length = sizeof address;
-        BOOST_REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-        BOOST_REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0);
-        port_ = ntohs(address.sin_port);
+        fd_ = bound_loopback_socket(port_);
         if (listening) {
             BOOST_REQUIRE(::listen(fd_, 16) == 0);
         } else {
@@ -58,15 +64,8 @@ private:
 class OneAnswer {
 public:
     explicit OneAnswer(std::string answer) {
-        listening_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in address{};
-        address.sin_family = AF_INET;
-        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t length = sizeof address;
-        BOOST_REQUIRE(::bind(listening_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
-        BOOST_REQUIRE(::getsockname(listening_, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+        listening_ = bound_loopback_socket(port_);
         BOOST_REQUIRE(::listen(listening_, 4) == 0);
-        port_ = ntohs(address.sin_port);
         thread_ = std::thread([this, answer = std::move(answer)] {
             const int connection = ::accept4(listening_, nullptr, nullptr, SOCK_CLOEXEC);
             if (connection < 0) return;
