@@ -92,10 +92,16 @@ class RoundTripsOfWalks(unittest.TestCase):
                 timeout=600).stdout.split()))
             self.assertEqual(len(found), self.TENSORS)
             self.assert_first_walk_round_trips(first)
-            # Entries, attributes and listings stay in the kernel's caches for the life of the mount.
+            # Entries, attributes and listings stay in the kernel's caches for the life of the mount: the next walks
+            # send nothing, but for the few folders whose cached listing the kernel reclaimed (it lives in the
+            # folder's page cache, which memory pressure may drop, e.g. from a test running beside this one).
+            # A kernel that did not cache would send what the first walk sent.
+            reclaimed_at_most = first["readdirplus"] // 100
             for walk in (["find", m.path, "-name", "meta.json"], ["du", "-s", m.path], ["ls", "-lR", m.path]):
                 with self.subTest(walk=walk[0]):
-                    self.assertEqual(sent_by(m, lambda: run_quietly(*walk)), dict.fromkeys(WALK_REQUESTS, 0))
+                    sent = sent_by(m, lambda: run_quietly(*walk))
+                    self.assertLessEqual(sent.pop("readdirplus"), reclaimed_at_most)
+                    self.assertEqual(sent, dict.fromkeys(set(WALK_REQUESTS) - {"readdirplus"}, 0))
 
     def test_du_and_ls_lR_on_a_fresh_mount(self):
         for walk in (["du", "-s"], ["ls", "-lR"]):
