@@ -30,6 +30,8 @@ SourceOptions source_options_of(const ReadSettings& settings) {
     SourceOptions options = settings.source_options;
     // As a mount shares its cache_size: half for fetched blocks in memory.
     options.memory_budget = settings.budget() / 2;
+    // The arrays returned hold every byte read: the cache file's pages would be a second copy.
+    options.disk_cache_writes_direct = true;
     return options;
 }
 

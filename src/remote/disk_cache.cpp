@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <system_error>
 #include <thread>
@@ -58,28 +59,52 @@ std::string hash_text(const std::string& key) {
     return text;
 }
 
-bool write_file(const fs::path& path, const char* data, std::size_t length) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) return false;
-    bool ok = true;
-    while (length > 0 && ok) {
-        const ssize_t written = ::write(fd, data, std::min(length, kWritePiece));
+// Writes all of `data` to `fd`, in pieces of at most `piece` bytes; false at the first error (errno tells it).
+bool write_all(int fd, const char*& data, std::size_t& length, std::size_t piece) {
+    while (length > 0) {
+        const ssize_t written = ::write(fd, data, std::min(length, piece));
         if (written < 0 && errno == EINTR) continue;
-        ok = written > 0;
-        if (ok) {
-            data += written;
-            length -= static_cast<std::size_t>(written);
-        }
+        if (written <= 0) return false;
+        data += written;
+        length -= static_cast<std::size_t>(written);
     }
+    return true;
+}
+
+// With `direct`, the part of `data` that whole pages of memory hold goes around the page cache (O_DIRECT wants the
+// buffer, the length and the offset aligned: a block's buffer is a mapping of its own); a file system that refuses
+// O_DIRECT (tmpfs before Linux 6.6), and the tail, take ordinary writes.
+bool write_file(const fs::path& path, const char* data, std::size_t length, bool direct) {
+    constexpr std::size_t kPage = 4096;
+    direct = direct && length >= kPage && reinterpret_cast<std::uintptr_t>(data) % kPage == 0;
+    int fd = -1;
+    if (direct) fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_DIRECT, 0644);
+    if (fd < 0) {
+        direct = false;
+        fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    }
+    if (fd < 0) return false;
+    if (direct) {
+        const std::size_t aligned = length - length % kPage;
+        std::size_t left = aligned;
+        // EINVAL before a byte went: the file system refuses O_DIRECT writes, and the ordinary ones below write all.
+        const bool refused = !write_all(fd, data, left, aligned) && errno == EINVAL && left == aligned;
+        if ((left != 0 && !refused) || ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_DIRECT) != 0) {
+            ::close(fd);
+            return false;
+        }
+        length -= aligned - left;
+    }
+    const bool ok = write_all(fd, data, length, kWritePiece);
     return ::close(fd) == 0 && ok;
 }
 
 // Writes `data` to a temporary file beside `target`, then renames it over `target`.
-bool publish(const fs::path& target, const char* data, std::size_t length) {
+bool publish(const fs::path& target, const char* data, std::size_t length, bool direct = false) {
     const fs::path temporary =
         target.parent_path() / (kTemporaryPrefix + std::to_string(::getpid()) + "-" +
                                 std::to_string(temporary_serial.fetch_add(1)) + "-" + target.filename().string());
-    if (!write_file(temporary, data, length) || ::rename(temporary.c_str(), target.c_str()) != 0) {
+    if (!write_file(temporary, data, length, direct) || ::rename(temporary.c_str(), target.c_str()) != 0) {
         ::unlink(temporary.c_str());
         return false;
     }
@@ -118,11 +143,12 @@ std::optional<std::string> read_small_file(const fs::path& path) {
 
 }  // namespace
 
-DiskCache::DiskCache(fs::path folder, std::uint64_t budget, QueuedBytes queued, std::size_t max_queued)
+DiskCache::DiskCache(fs::path folder, std::uint64_t budget, QueuedBytes queued, std::size_t max_queued, bool direct)
     : folder_(fs::absolute(folder) / "v1"),
       budget_(budget),
       queued_bytes_(std::move(queued)),
-      max_queued_(max_queued) {}
+      max_queued_(max_queued),
+      direct_(direct) {}
 
 DiskCache::~DiskCache() { finish_writes(); }
 
@@ -288,11 +314,11 @@ void DiskCache::remove_object(const fs::path& object) {
 
 void DiskCache::write(const fs::path& object, std::uint64_t index, const char* data, std::size_t length) {
     const fs::path path = object / (std::to_string(index) + kBlockSuffix);
-    if (!publish(path, data, length)) {
+    if (!publish(path, data, length, direct_)) {
         // The object's folder may have been evicted by another process: make it again, once.
         std::error_code error;
         fs::create_directories(object, error);
-        if (error || !publish(path, data, length)) return;
+        if (error || !publish(path, data, length, direct_)) return;
     }
     // The whole block holds what a piece of it held.
     ::unlink((object / (std::to_string(index) + kPieceSuffix)).c_str());

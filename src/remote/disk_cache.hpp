@@ -43,9 +43,10 @@ public:
     using QueuedBytes = std::function<void(const BlockPtr& block, bool queued)>;
 
     // `budget` 0: no disk cache (every lookup misses, nothing is written).
-    // `max_queued`: the most bytes write_later() holds queued (see there).
+    // `max_queued`: the most bytes write_later() holds queued (see there). `direct`: whole blocks are written
+    // around the page cache (SourceOptions::disk_cache_writes_direct).
     DiskCache(std::filesystem::path folder, std::uint64_t budget, QueuedBytes queued = {},
-              std::size_t max_queued = kMaxQueuedBytes);
+              std::size_t max_queued = kMaxQueuedBytes, bool direct = false);
     // Finishes the writes still queued.
     ~DiskCache();
     DiskCache(const DiskCache&) = delete;
@@ -140,6 +141,7 @@ private:
     const std::uint64_t budget_;
     const QueuedBytes queued_bytes_;
     const std::size_t max_queued_;
+    const bool direct_;
     std::mutex mutex_;
     std::optional<std::uint64_t> used_;   // this process's estimate of the bytes in the folder; scanned at first
 

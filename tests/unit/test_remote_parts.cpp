@@ -2,7 +2,11 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -130,6 +134,40 @@ BOOST_AUTO_TEST_CASE(the_disk_cache_keeps_whole_blocks_by_key) {
     // A block of the wrong length (not what this process wrote) is never served, and goes.
     BOOST_TEST(!cache.read(*object, 0, read.data(), 999));
     BOOST_TEST(!fs::exists(*object / "0.block"));
+}
+
+BOOST_AUTO_TEST_CASE(direct_writes_keep_a_block_out_of_the_page_cache_and_read_back_whole) {
+    const test::TempFolder folder;
+    DiskCache cache(folder.path(), 1 << 30, {}, DiskCache::kMaxQueuedBytes, true);
+    const auto object = cache.object_folder("https://h/x.safetensors\netag \"1\"\n");
+    BOOST_REQUIRE(object);
+    // A block's buffer is a mapping of its own (block_buffers.cpp); its length here is not a multiple of a page, so
+    // its tail takes an ordinary write.
+    const std::size_t length = (std::size_t{1} << 20) + 1000;
+    const std::shared_ptr<char[]> buffer = std::make_shared<BlockBuffers>(length, 0)->take(length);
+    for (std::size_t i = 0; i < length; ++i) buffer[i] = static_cast<char>(i * 7 + i / 4096);
+    cache.write(*object, 0, buffer.get(), length);
+
+    const fs::path file = *object / "0.block";
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    BOOST_REQUIRE(fd >= 0);
+    struct statfs where {};
+    BOOST_REQUIRE(::fstatfs(fd, &where) == 0);
+    void* mapped = ::mmap(nullptr, length, PROT_READ, MAP_SHARED, fd, 0);
+    BOOST_REQUIRE(mapped != MAP_FAILED);
+    std::vector<unsigned char> resident((length + 4095) / 4096);
+    BOOST_REQUIRE(::mincore(mapped, length, resident.data()) == 0);
+    const auto whole_pages_resident = std::count_if(resident.begin(), resident.end() - 1, [](unsigned char page) {
+        return (page & 1) != 0;
+    });
+    // tmpfs keeps every file in the page cache, O_DIRECT or not.
+    if (where.f_type != TMPFS_MAGIC) BOOST_TEST(whole_pages_resident == 0);
+    ::munmap(mapped, length);
+    ::close(fd);
+
+    std::vector<char> read(length);
+    BOOST_REQUIRE(cache.read(*object, 0, read.data(), length));
+    BOOST_TEST(std::equal(read.begin(), read.end(), buffer.get()));
 }
 
 BOOST_AUTO_TEST_CASE(the_disk_cache_evicts_the_least_recently_used_blocks) {
