@@ -10,8 +10,9 @@ P4. the same model as a local file: every tensor with get_tensor (framework "pt"
 P5. a Q4_K GGUF (8 tensors of 16384 x 4096), every tensor as float32 with get_tensor (numpy) / `tensorfs cat --f32`
     of every tensor to /dev/null, one process each
 P6. peak RSS of P1's load() (the process's peak less its size before the call) / the model's size + the cache budget
-Beside them, without targets, what bounds P2 and P3: the same loads without the disk cache (disk_cache_size=0), whose
-writes put every byte into new page cache a second time (docs/benchmarks.md, "What page cache costs on this machine").
+Beside them, without targets, what bounds P2 and P3: the same loads without the disk cache (disk_cache_size=0), and
+(P2m) the model's size written into new memory, mapped and filled as the module's arrays are, which a load must do
+and one curl into /dev/null does not (docs/benchmarks.md, "What page cache costs on this machine").
 
 Each tensorfs figure is the time of the calls themselves, measured inside the process (the interpreter's start and
 imports are not counted; torch's import alone takes longer than some loads); the baselines are whole processes,
@@ -73,6 +74,14 @@ elif what == "frombuffer_sums":
         begin, end = (8 + size + offset for offset in entry["data_offsets"])
         total += float(everything[begin:end].view(torch.bfloat16).sum())
     result["seconds"] = time.monotonic() - started
+elif what == "new_memory":
+    import mmap
+    memory = mmap.mmap(-1, int(source))
+    started = time.monotonic()
+    memory.madvise(mmap.MADV_NOHUGEPAGE)
+    memory.madvise(23)  # MADV_POPULATE_WRITE, as the module maps its arrays (array_memory.cpp)
+    np.frombuffer(memory, dtype=np.uint8).fill(1)
+    result["seconds"] = time.monotonic() - started
 elif what == "get_tensor_f32":
     started = time.monotonic()
     with tensorfs.safe_open(source, framework="np", dtype="f32") as f:
@@ -131,7 +140,8 @@ def run(bench, scale):
     s3 = None
     capped = f"http://127.0.0.1:{server.capped}/model.safetensors"
     uncapped = f"http://127.0.0.1:{server.uncapped}/model.safetensors"
-    rows = {key: [] for key in ("capped", "uncapped", "s3", "local", "q4k", "rss", "uncapped_no_disk", "s3_no_disk")}
+    rows = {key: [] for key in ("capped", "uncapped", "s3", "local", "q4k", "rss", "uncapped_no_disk", "s3_no_disk",
+                                 "new_memory")}
     try:
         s3 = bench_load.S3Store(model)
         bench.warm(model)
@@ -144,6 +154,7 @@ def run(bench, scale):
             one_curl = load.curl(uncapped)
             rows["uncapped"].append((one_curl, python.cold_load(uncapped)["seconds"]))
             rows["uncapped_no_disk"].append((one_curl, python.cold_load(uncapped, disk_cache_size=0)["seconds"]))
+            rows["new_memory"].append((one_curl, python.child("new_memory", str(size))["seconds"]))
             s3_curl = s3.parallel_curl_seconds(size)
             rows["s3"].append((s3_curl, python.cold_load(s3.url, s3.env)["seconds"]))
             rows["s3_no_disk"].append((s3_curl, python.cold_load(s3.url, s3.env, disk_cache_size=0)["seconds"]))
@@ -174,3 +185,5 @@ def run(bench, scale):
     # No targets: what bounds P2 and P3.
     speed_row("P2x. tensorfs.load, uncapped, no disk cache / one curl", "uncapped_no_disk", "", size)
     speed_row("P3x. tensorfs.load from S3, no disk cache / the same curl ranges", "s3_no_disk", "", size)
+    speed_row("P2m. the model's size written into new memory as the module's arrays are / one curl", "new_memory", "",
+              size)
