@@ -42,6 +42,7 @@ struct RemoteCounters {
     Counter requests;           // HTTP requests sent (each retry and redirect hop counts)
     Counter bytes_fetched;      // body bytes received for ranges asked for
     Counter retries;            // requests repeated after a connection error, 5xx or 429
+    Counter unanswered;         // requests that got no answer by their deadline: each makes the server silent
     Counter disk_cache_hits;    // blocks read from the disk cache
     Counter disk_cache_misses;  // blocks that had to be fetched
     Counter objects_changed;    // objects found changed (ETag or size) since the mount: their reads fail

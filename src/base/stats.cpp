@@ -57,6 +57,7 @@ nlohmann::ordered_json RemoteCounters::to_json() const {
     return {{"requests", requests.get()},
             {"bytes_fetched", bytes_fetched.get()},
             {"retries", retries.get()},
+            {"unanswered_requests", unanswered.get()},
             {"disk_cache_hits", disk_cache_hits.get()},
             {"disk_cache_misses", disk_cache_misses.get()},
             {"objects_changed", objects_changed.get()},

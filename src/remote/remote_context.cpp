@@ -166,6 +166,7 @@ void RemoteContext::end_claim(Claim& claim) {
 }
 
 void RemoteContext::no_answer() {
+    counters_->unanswered.add(1);
     last_unanswered_ = std::chrono::steady_clock::now().time_since_epoch().count();
     any_unanswered_ = true;
 }

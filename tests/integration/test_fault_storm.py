@@ -176,6 +176,9 @@ class FaultStorm(unittest.TestCase):
         self.assertEqual(storm.returncode, 0, storm.stderr)
         self.assertLessEqual(took, TIMEOUT + 1, "the storm waited on the stopped server past timeout= and 1 s")
         self.check_storm_against_a_dead_server(storm.stdout, warm)
+        # What tells an operator why reads failed at once: requests that got no answer.
+        with open(os.path.join(self.m.path, ".tensorfs", "stats.json")) as f:
+            self.assertGreaterEqual(json.load(f)["remote"]["unanswered_requests"], 1)
         started = time.monotonic()
         result = run("umount", self.m.path)
         self.assertLessEqual(time.monotonic() - started, TIMEOUT + 1, "umount waited on the stopped server")

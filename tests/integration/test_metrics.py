@@ -104,6 +104,7 @@ class MetricsOfAMount(unittest.TestCase):
         self.assertEqual(sum(by_dtype.values()), stats["decode"]["bytes"])
         self.assertTrue(self.decoded <= {dtype for dtype, count in by_dtype.items() if count > 0})
         remote = {"requests": "requests", "bytes_fetched": "fetched_bytes", "retries": "retries",
+                  "unanswered_requests": "unanswered_requests",
                   "disk_cache_hits": "disk_cache_hits", "disk_cache_misses": "disk_cache_misses",
                   "objects_changed": "objects_changed"}
         for key, name in remote.items():

@@ -183,6 +183,7 @@ BOOST_AUTO_TEST_CASE(a_server_that_gave_no_answer_is_silent_until_it_answers_or_
     BOOST_TEST(!patient.silence().has_value());
     patient.no_answer();
     BOOST_TEST(patient.silent());
+    BOOST_TEST(patient.counters().unanswered.get() == 1u);
     BOOST_TEST((*patient.silence() < std::chrono::hours(1)));
     patient.answered();
     BOOST_TEST(!patient.silent());
