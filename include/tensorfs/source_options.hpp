@@ -42,7 +42,7 @@ struct SourceOptions {
     std::uint64_t disk_cache_size = kDefaultDiskCacheSize;
     // Whole blocks go to the disk cache around the page cache (O_DIRECT): for a process that keeps what it read in
     // its own memory (the Python module), where the cache file's pages would be a second copy of every byte in new
-    // page cache. A mount keeps them (its next mount reads the cache from memory).
+    // page cache. A mount writes through the page cache: its next mount reads the cache from memory.
     bool disk_cache_writes_direct = false;
     // Range requests in flight at once for read-ahead (1 to kMostConnections), and how far ahead of a sequential
     // reader blocks are fetched at most.
