@@ -32,6 +32,8 @@ constexpr long kLowSpeedSeconds = 20;
 constexpr std::size_t kErrorBodyBytes = 4096;  // of an error's body, kept for the message
 // libcurl's receive buffer (16 KiB by default): blocks are megabytes, and fewer, larger reads cost less CPU.
 constexpr long kReceiveBufferBytes = 512 * 1024;
+// Connections kept beyond one per transfer that ran at once (HttpClient::Handles::connections_to_keep).
+constexpr std::size_t kSpareConnections = 4;
 
 std::once_flag global_init_once;
 
@@ -310,6 +312,7 @@ std::optional<std::uint64_t> Response::total_size() const {
 struct HttpClient::Handles {
     std::mutex mutex;
     std::vector<CURL*> idle;
+    std::size_t made = 0;  // handles made so far: the most transfers that ran at once
     CURLSH* share = nullptr;
     std::array<std::mutex, CURL_LOCK_DATA_LAST> locks;
 
@@ -340,7 +343,20 @@ struct HttpClient::Handles {
                 return handle;
             }
         }
-        return curl_easy_init();
+        CURL* handle = curl_easy_init();
+        if (handle != nullptr) {
+            const std::lock_guard lock(mutex);
+            ++made;
+        }
+        return handle;
+    }
+    // How many connections the share keeps, in use and idle. A transfer that ends closes the oldest idle connection
+    // once the share holds more than this, and libcurl's default is 5: with 16 transfers at once nearly every
+    // request would connect again (and, over TLS, shake hands again). One for each transfer that ran at once, and a
+    // few for the other hosts of a source (the Hub's API beside its file servers).
+    long connections_to_keep() {
+        const std::lock_guard lock(mutex);
+        return static_cast<long>(made + kSpareConnections);
     }
     void give_back(CURL* handle) {
         const std::lock_guard lock(mutex);
@@ -407,6 +423,7 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
         curl_easy_setopt(handle, CURLOPT_FOLLOWLOCATION, 0L);
         curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(handle, CURLOPT_SHARE, handles_->share);
+        curl_easy_setopt(handle, CURLOPT_MAXCONNECTS, handles_->connections_to_keep());
         curl_easy_setopt(handle, CURLOPT_USERAGENT, "tensorfs/" TENSORFS_VERSION);
         curl_easy_setopt(handle, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
         curl_easy_setopt(handle, CURLOPT_TCP_KEEPALIVE, 1L);

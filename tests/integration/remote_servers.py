@@ -249,7 +249,7 @@ http {{
     sendfile on;
     keepalive_requests 100000;
     client_body_temp_path {self.folder}/body;
-    log_format bytes '$request_method "$uri" $status $body_bytes_sent "$http_range" "$http_if_match"';
+    log_format bytes '$request_method "$uri" $status $body_bytes_sent "$http_range" "$http_if_match" $connection';
     log_format headers '$request_method "$uri" $status $body_bytes_sent "$http_range" "$http_if_match" '
                        'authorization="$http_authorization"';
     access_log {self.folder}/access.log bytes;
@@ -342,6 +342,12 @@ def requests_in(lines):
         if match:
             found.append((match[1], match[2], int(match[3]), int(match[4]), match[5], match[6].replace("\\x22", '"')))
     return found
+
+
+def connections_in(lines):
+    """How many TCP connections the requests of these access-log lines came on (nginx's $connection serial, the last
+    field of the `bytes` format)."""
+    return len({line.split()[-1] for line in lines if LOG_LINE.match(line)})
 
 
 class FaultProxy:

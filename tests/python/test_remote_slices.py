@@ -8,7 +8,7 @@ import pytest
 
 import tensorfs
 from gguf_writer import write
-from remote_servers import Nginx, requests_in
+from remote_servers import Nginx, connections_in, requests_in
 from safetensors_files import write_safetensors
 from tensorfs_mount import wait_until
 
@@ -91,3 +91,17 @@ def test_a_column_slice_fetches_the_blocks_that_hold_the_columns(served):
     # One block of each row, the first of its four: the rows' first blocks, one row apart.
     assert len(ranges) == ROWS - 200 and all(last - first + 1 == Q4_K_BLOCK for first, last in ranges)
     assert all(b[0] - a[0] == Q4_K_ROW for a, b in zip(ranges, ranges[1:]))
+
+
+def test_ranges_in_parallel_go_on_the_connections_already_open(served):
+    # A few columns of 312 rows: a range request per row, 16 in flight (max_connections), each a short answer.
+    # libcurl keeps 5 connections unless told otherwise, and then nearly every request connected anew.
+    folder, nginx = served
+    with tensorfs.safe_open(f"http://127.0.0.1:{nginx.http}/q.gguf", framework="np", disk_cache_size=0,
+                            max_connections=16) as remote:
+        before = len(nginx.log_lines())
+        remote.get_slice("q")[200:, 10:20]
+        fetched_ranges(nginx, before, "q.gguf", ROWS - 200)
+    lines = nginx.log_lines()[before:]
+    connections = connections_in(lines)
+    assert connections <= 2 * 16, f"{connections} connections for {len(lines)} requests"
