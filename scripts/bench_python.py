@@ -12,7 +12,8 @@ P5. a Q4_K GGUF (8 tensors of 16384 x 4096), every tensor as float32 with get_te
 P6. peak RSS of P1's load() (the process's peak less its size before the call) / the model's size + the cache budget
 Beside them, without targets, what bounds P2 and P3: the same loads without the disk cache (disk_cache_size=0), and
 (P2m) the model's size written into new memory, mapped and filled as the module's arrays are, which a load must do
-and one curl into /dev/null does not (docs/benchmarks.md, "What page cache costs on this machine").
+and one curl into /dev/null does not (docs/benchmarks.md, "What page cache costs on this machine"); (P3m) P3's curl
+with that write running beside it, on the same two cores.
 
 Each tensorfs figure is the time of the calls themselves, measured inside the process (the interpreter's start and
 imports are not counted; torch's import alone takes longer than some loads); the baselines are whole processes,
@@ -74,14 +75,6 @@ elif what == "frombuffer_sums":
         begin, end = (8 + size + offset for offset in entry["data_offsets"])
         total += float(everything[begin:end].view(torch.bfloat16).sum())
     result["seconds"] = time.monotonic() - started
-elif what == "new_memory":
-    import mmap
-    memory = mmap.mmap(-1, int(source))
-    started = time.monotonic()
-    memory.madvise(mmap.MADV_NOHUGEPAGE)
-    memory.madvise(23)  # MADV_POPULATE_WRITE, as the module maps its arrays (array_memory.cpp)
-    np.frombuffer(memory, dtype=np.uint8).fill(1)
-    result["seconds"] = time.monotonic() - started
 elif what == "get_tensor_f32":
     started = time.monotonic()
     with tensorfs.safe_open(source, framework="np", dtype="f32") as f:
@@ -90,6 +83,20 @@ elif what == "get_tensor_f32":
             del values
     result["seconds"] = time.monotonic() - started
 print(json.dumps(result))
+"""
+
+
+# Writes argv[1] bytes into new memory, mapped and filled as the module maps its arrays (array_memory.cpp), and prints
+# the seconds as CHILD does; without torch or tensorfs, so that it can run beside a baseline at no cost of its own.
+NEW_MEMORY = r"""
+import json, mmap, sys, time
+import numpy as np
+memory = mmap.mmap(-1, int(sys.argv[1]))
+started = time.monotonic()
+memory.madvise(mmap.MADV_NOHUGEPAGE)
+memory.madvise(23)  # MADV_POPULATE_WRITE
+np.frombuffer(memory, dtype=np.uint8).fill(1)
+print(json.dumps({"seconds": time.monotonic() - started}))
 """
 
 
@@ -103,6 +110,15 @@ class Python:
         out = subprocess.run(["/usr/bin/python3", "-c", CHILD, what, source, json.dumps(options)], check=True,
                              capture_output=True, text=True, env=dict(self.env, **(env or {}))).stdout
         return json.loads(out)
+
+    def new_memory_seconds(self, size):
+        bench_load.quiet_machine()
+        return json.loads(subprocess.run(self.new_memory_command(size), check=True, capture_output=True,
+                                         text=True).stdout)["seconds"]
+
+    @staticmethod
+    def new_memory_command(size):
+        return ["/usr/bin/python3", "-c", NEW_MEMORY, str(size)]
 
     def cold_load(self, url, env=None, **options):
         cache = tempfile.mkdtemp(prefix="cache-", dir=self.bench.work)
@@ -141,7 +157,7 @@ def run(bench, scale):
     capped = f"http://127.0.0.1:{server.capped}/model.safetensors"
     uncapped = f"http://127.0.0.1:{server.uncapped}/model.safetensors"
     rows = {key: [] for key in ("capped", "uncapped", "s3", "local", "q4k", "rss", "uncapped_no_disk", "s3_no_disk",
-                                 "new_memory")}
+                                 "new_memory", "s3_beside_new_memory")}
     try:
         s3 = bench_load.S3Store(model)
         bench.warm(model)
@@ -154,10 +170,12 @@ def run(bench, scale):
             one_curl = load.curl(uncapped)
             rows["uncapped"].append((one_curl, python.cold_load(uncapped)["seconds"]))
             rows["uncapped_no_disk"].append((one_curl, python.cold_load(uncapped, disk_cache_size=0)["seconds"]))
-            rows["new_memory"].append((one_curl, python.child("new_memory", str(size))["seconds"]))
+            rows["new_memory"].append((one_curl, python.new_memory_seconds(size)))
             s3_curl = s3.parallel_curl_seconds(size)
             rows["s3"].append((s3_curl, python.cold_load(s3.url, s3.env)["seconds"]))
             rows["s3_no_disk"].append((s3_curl, python.cold_load(s3.url, s3.env, disk_cache_size=0)["seconds"]))
+            rows["s3_beside_new_memory"].append((s3_curl,
+                                                 s3.parallel_curl_seconds(size, python.new_memory_command(size))))
             rows["local"].append((python.child("frombuffer_sums", model)["seconds"],
                                   python.child("get_tensor_sums", model)["seconds"]))
             rows["q4k"].append((cat_f32_seconds(bench, q4k, q4k_names), python.child("get_tensor_f32", q4k)["seconds"]))
@@ -185,5 +203,7 @@ def run(bench, scale):
     # No targets: what bounds P2 and P3.
     speed_row("P2x. tensorfs.load, uncapped, no disk cache / one curl", "uncapped_no_disk", "", size)
     speed_row("P3x. tensorfs.load from S3, no disk cache / the same curl ranges", "s3_no_disk", "", size)
+    speed_row("P3m. the same curl while the model's size is written into new memory beside it / the curl alone",
+              "s3_beside_new_memory", "", size)
     speed_row("P2m. the model's size written into new memory as the module's arrays are / one curl", "new_memory", "",
               size)
