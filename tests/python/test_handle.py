@@ -1,7 +1,7 @@
 """What a tensorfs.safe_open handle and the module's functions give, against the command's own answers: metadata,
 files(), info() (= `tensorfs info --json`), diff() (= `tensorfs diff --json`), slices against whole tensors,
-arrays with no copy over the file (and no warning from torch), eight threads on one handle, dtypes, model=, and
-help(tensorfs)."""
+arrays with no copy over the file (and no warning from torch), eight threads on one handle, large arrays in memory of
+the module's own, dtypes, model=, and help(tensorfs)."""
 import concurrent.futures
 import importlib.metadata
 import json
@@ -135,6 +135,28 @@ def test_eight_threads_on_one_handle_agree_with_one():
                 assert all(alone[name].tobytes() == data for name, data in results)
                 parts = list(pool.map(lambda name: (name, f.get_slice(name)[1:].tobytes()), names))
                 assert all(alone[name][1:].tobytes() == data for name, data in parts)
+
+
+def test_large_arrays_of_any_size_hold_their_values_and_their_memory_is_reused(tmp_path):
+    """Arrays of 4 MiB and more get memory of the module's own (mapped on huge page boundaries and trimmed to the
+    array, kept for the next array of the same size once released): float32 from BF16 of sizes that are not whole
+    2 MiB or whole pages, each written once, dropped, and written again into the kept memory."""
+    rng = np.random.default_rng(31)
+    shapes = {"odd": (1025, 2049), "pages": (1024, 1025), "huge": (2048, 1024)}   # 8.4 MB, 4.2 MB, 8 MiB of f32
+    bits = {name: rng.integers(0, 1 << 16, size=shape, dtype=np.uint16) & 0xBFFF for name, shape in shapes.items()}
+    source = str(tmp_path / "large.safetensors")
+    write_safetensors(source, [(name, "BF16", shape, bits[name].tobytes()) for name, shape in shapes.items()])
+    expected = {name: (b.astype(np.uint32) << 16).view(np.float32) for name, b in bits.items()}
+    with tensorfs.safe_open(source, framework="np", dtype="f32") as f:
+        for _ in range(3):
+            for name in shapes:
+                array = f.get_tensor(name)
+                assert array.shape == shapes[name] and array.tobytes() == expected[name].tobytes()
+                array[-1, -1] = 1.0   # the array's own memory, up to its last element
+                del array
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(lambda name: (name, f.get_tensor(name).tobytes()), list(shapes) * 4))
+        assert all(expected[name].tobytes() == data for name, data in results)
 
 
 def test_dtypes():
