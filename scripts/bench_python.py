@@ -89,15 +89,13 @@ print(json.dumps(result))
 # Writes argv[1] bytes into new memory, mapped and filled as the module maps its arrays (array_memory.cpp), and prints
 # the seconds as CHILD does; without torch or tensorfs, so that it can run beside a baseline at no cost of its own.
 NEW_MEMORY = r"""
-import ctypes, json, mmap, sys, time
+import json, mmap, sys, time
 import numpy as np
-HUGE_PAGE = 2 << 20
-size = int(sys.argv[1])
+memory = mmap.mmap(-1, int(sys.argv[1]))
 started = time.monotonic()
-memory = mmap.mmap(-1, size + HUGE_PAGE)
-start = -ctypes.addressof(ctypes.c_char.from_buffer(memory)) % HUGE_PAGE  # the module's arrays start on a boundary
-memory.madvise(mmap.MADV_HUGEPAGE, start, size)  # as the module does where the kernel has transparent huge pages
-np.frombuffer(memory, dtype=np.uint8, count=size, offset=start).fill(1)
+memory.madvise(mmap.MADV_NOHUGEPAGE)
+memory.madvise(23)  # MADV_POPULATE_WRITE
+np.frombuffer(memory, dtype=np.uint8).fill(1)
 print(json.dumps({"seconds": time.monotonic() - started}))
 """
 

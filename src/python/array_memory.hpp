@@ -1,12 +1,13 @@
-// Memory for the large arrays the module writes. Each is an anonymous mapping on huge page boundaries, advised for
-// transparent huge pages (or, where the kernel gives none, mapped whole when it is made); when its array is released,
-// the mapping is kept, its pages still in place, for the next array of the same size, up to a bound. A reader that
-// takes a tensor, uses it and drops it before taking the next (a conversion, a quantizer, a checksum) then has the next
-// one decoded into pages it already has: the first touch of new pages, which the kernel must zero, took 72% of such a
-// loop over a Q4_K GGUF (perf, clear_page_erms), five times the decoding. The kept pages are not marked MADV_FREE: on
-// this machine's VM a write to a page so marked cost as much as a new page's first touch even with no memory pressure
-// (a 256 MiB array rewritten in 0.34 s against 0.007 s), so up to the bound, released arrays stay in the process's
-// memory.
+// Memory for the large arrays the module writes. Each is an anonymous mapping of 4 KiB pages, mapped whole when it
+// is made (MADV_POPULATE_WRITE); when its array is released, the mapping is kept, its pages still in place, for the
+// next array of the same size, up to a bound. A reader that takes a tensor, uses it and drops it before taking the
+// next (a conversion, a quantizer, a checksum) then has the next one decoded into pages it already has: the first
+// touch of new pages, which the kernel must zero, took 72% of such a loop over a Q4_K GGUF (perf, clear_page_erms),
+// five times the decoding. The kept pages are not marked MADV_FREE: on this machine's VM a write to a page so marked
+// cost as much as a new page's first touch even with no memory pressure (a 256 MiB array rewritten in 0.34 s
+// against 0.007 s), so up to the bound, released arrays stay in the process's memory. 4 KiB pages, not transparent
+// huge ones: on this VM a huge page's first touch costs several times as much (docs/benchmarks.md, section
+// "Python").
 #pragma once
 
 #include <cstddef>
