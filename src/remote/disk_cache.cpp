@@ -296,6 +296,13 @@ bool DiskCache::read_part(const fs::path& object, std::uint64_t index, std::size
     return whole;
 }
 
+void DiskCache::read_ahead(const fs::path& object, std::uint64_t index) const {
+    const int fd = ::open((object / (std::to_string(index) + kBlockSuffix)).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+    ::close(fd);
+}
+
 bool DiskCache::has(const fs::path& object, std::uint64_t index, std::size_t block_length) const {
     struct stat status {};
     const fs::path path = object / (std::to_string(index) + kBlockSuffix);

@@ -68,6 +68,10 @@ public:
     bool read_part(const std::filesystem::path& object, std::uint64_t index, std::size_t block_length,
                    std::size_t from, char* dst, std::size_t length, bool touch);
 
+    // Asks the kernel to start reading block `index`'s file into the page cache, so that a reader that gets to it
+    // later finds it there instead of waiting on the disk. A hint: a block not there is skipped.
+    void read_ahead(const std::filesystem::path& object, std::uint64_t index) const;
+
     // A part of block `index` that an exact read fetched: kept on disk (written on the writer thread) until the
     // whole block is written, which removes it, so that each byte is fetched once also across mounts. One piece file
     // per block: a later piece is merged with it (block.hpp).

@@ -29,6 +29,9 @@ constexpr std::uint64_t kGap = std::uint64_t{128} << 10;
 constexpr std::uint64_t kStartOfObject = std::uint64_t{2} << 20;
 // Range requests queued at most for the fetch threads (one per connection a context may use).
 constexpr std::size_t kMaxQueuedFetches = 1024;
+// How far ahead of an in-order reader the disk cache's next blocks are read (a node that restarted reads its cache
+// from the disk: each block file's read waited on the disk alone, one after another).
+constexpr std::uint64_t kDiskReadAheadBlocks = 16;
 
 [[noreturn]] void refuse(const std::string& name, const std::string& what) {
     Problems problems;
@@ -434,6 +437,7 @@ bool RemoteObject::serve_cached(std::uint64_t index, std::uint64_t from, std::si
     }
     if (!on_disk(index)) return false;
     const bool touch = disk_state_[index].exchange(1) != 1;
+    if (touch) read_ahead_on_disk(index);  // first: the disk then reads the next blocks beside this one
     if (context_->disk().read_part(*cache_folder(), index, block_length(index), static_cast<std::size_t>(from), dst,
                                    length, touch)) {
         context_->counters().disk_cache_hits.add(1);
@@ -451,6 +455,20 @@ std::size_t RemoteObject::serve_piece(std::uint64_t index, std::uint64_t from, s
     const std::size_t served = context_->disk().read_from_piece(*cache_folder(), index, begin, dst, length);
     if (served > 0) context_->counters().disk_cache_hits.add(1);
     return served;
+}
+
+void RemoteObject::read_ahead_on_disk(std::uint64_t index) const {
+    // In order: the block before was read from the disk cache by this process too.
+    if (index == 0 || disk_state_[index - 1].load() != 1) return;
+    const std::uint64_t blocks = (size() + kBlockBytes - 1) / kBlockBytes;
+    const std::uint64_t end = std::min(blocks, index + 1 + kDiskReadAheadBlocks);
+    std::uint64_t hinted = disk_read_ahead_end_.load();
+    do {
+        if (hinted >= end) return;
+    } while (!disk_read_ahead_end_.compare_exchange_weak(hinted, end));
+    for (std::uint64_t next = std::max(hinted, index + 1); next < end; ++next) {
+        if (on_disk(next)) context_->disk().read_ahead(*cache_folder(), next);
+    }
 }
 
 bool RemoteObject::on_disk(std::uint64_t index) const {

@@ -108,6 +108,9 @@ private:
 
     // Whether block `index` is in the disk cache (asked of the disk once, then remembered).
     bool on_disk(std::uint64_t index) const;
+    // Called at the first read of block `index` from the disk cache: when the reader goes in order, the kernel is
+    // asked to read the next blocks' files ahead of it.
+    void read_ahead_on_disk(std::uint64_t index) const;
     // The disk cache's folder for this object; nullopt when it is not cached.
     const std::optional<std::filesystem::path>& cache_folder() const;
 
@@ -200,6 +203,8 @@ private:
     mutable std::uint64_t tick_ = 0;
     // Per block: 0 not known, 1 in the disk cache (and marked used by this process), 2 not there when last asked.
     mutable std::unique_ptr<std::atomic<std::uint8_t>[]> disk_state_;
+    // Blocks before this one were asked of the kernel's read-ahead (DiskCache::read_ahead) for an in-order reader.
+    mutable std::atomic<std::uint64_t> disk_read_ahead_end_{0};
     // Per block: some of its bytes were fetched by this process (so it was not all in the disk cache before).
     mutable std::unique_ptr<std::atomic<bool>[]> fetched_here_;
     mutable std::once_flag cache_folder_once_;

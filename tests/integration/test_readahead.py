@@ -2,7 +2,8 @@
 right while the window grows, across tensor and file (shard) boundaries and when a reader switches between random
 and sequential reads; a random 64-byte touch fetches at most a megabyte (counted by the mount's own stats); the
 memory that fetched blocks hold stays within its budget (through stats.json); and `tensorfs prefetch` fills the
-disk cache so that a second run and a mount fetch nothing more, and --verify finds a corrupt cached block."""
+disk cache so that a second run and a mount fetch nothing more, a remount reads that cache from the disk ahead of an
+in-order reader, and --verify finds a corrupt cached block."""
 import base64
 import hashlib
 import json
@@ -24,6 +25,13 @@ from remote_servers import HUB_REPO, remote_env
 from test_remote import MIB, MOUNT_REQUESTS, RemoteModel, ranges_of, stats_of, write_safetensors
 
 CHUNKS = (4096, 128 << 10, 1 << 20, 3 * MIB + 17, 77)  # read sizes that cross block and tensor edges unevenly
+
+
+def resident_bytes(path):
+    """How many bytes of `path` are in the page cache (util-linux's fincore)."""
+    out = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", path], check=True,
+                         capture_output=True, text=True).stdout
+    return int(out.strip())
 
 
 def read_in_odd_chunks(path):
@@ -219,6 +227,32 @@ class Prefetch(RemoteModel):
         # One conditional request for the file's first bytes, answered 304 without a body: nothing else.
         requests = self.requests_since(mark, at_least=1)
         self.assertEqual([(r[1], r[2], r[3]) for r in requests], [("/big.safetensors", 304, 0)], requests)
+
+    def test_a_remount_reads_its_disk_cache_ahead_of_an_in_order_reader(self):
+        """A node that restarted reads its cache from the disk: once a reader has read two blocks in order, the
+        mount asks the kernel to read the next blocks' files ahead of it. Checked through the page cache (fincore),
+        with the mount file read in exactly two 1 MiB reads (no kernel read-ahead on it)."""
+        first = self.prefetch("--quiet")
+        self.assertEqual(first.returncode, 0, first.stderr)
+        blocks = {int(os.path.basename(path).split(".")[0]): path for path in self.block_files()}
+        self.assertGreater(len(blocks), 8)
+        os.sync()
+        for path in blocks.values():   # out of the page cache, as after a restart (clean pages: no root needed)
+            fd = os.open(path, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+        self.assertEqual([i for i in blocks if resident_bytes(blocks[i]) > 0], [])
+        m = self.mount()
+        fd = os.open(os.path.join(m.path, "source", "big.safetensors"), os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            self.assertEqual(os.pread(fd, MIB, 0) + os.pread(fd, MIB, MIB), self.bytes[:2 * MIB])
+        finally:
+            os.close(fd)
+        ahead = [blocks[i] for i in range(2, 6)]
+        self.assertTrue(wait_until(lambda: all(resident_bytes(path) > 0 for path in ahead)),
+                        [resident_bytes(path) for path in ahead])
+        self.assertEqual(resident_bytes(blocks[max(blocks)]), 0)   # not the whole file: only ahead of the reader
 
     def test_prefetch_of_some_tensors(self):
         result = self.prefetch("--quiet", "--tensors", "[cd]")
