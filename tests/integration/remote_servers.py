@@ -510,8 +510,9 @@ def use_remote_environment():
     if _environment_cache is None:
         _environment_cache = tempfile.mkdtemp(prefix="tensorfs-cache-")
         atexit.register(shutil.rmtree, _environment_cache, True)
+        env = remote_env(_environment_cache)   # from the environment as it is, before it is cleared
         os.environ.clear()
-        os.environ.update(remote_env(_environment_cache))
+        os.environ.update(env)
 
 
 def remote_env(cache_dir, extra=None):
