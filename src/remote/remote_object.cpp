@@ -165,8 +165,8 @@ RemoteObject::RemoteObject(std::shared_ptr<RemoteContext> context, std::string n
       identity_(std::move(identity)),
       serial_(context_->next_serial()),
       head_(std::move(head)),
-      disk_state_(new std::atomic<std::uint8_t>[(size() + kBlockBytes - 1) / kBlockBytes]()),
-      fetched_here_(new std::atomic<bool>[(size() + kBlockBytes - 1) / kBlockBytes]()) {}
+      disk_state_(new std::atomic<std::uint8_t>[block_count()]()),
+      fetched_here_(new std::atomic<bool>[block_count()]()) {}
 
 RemoteObject::Deadline RemoteObject::read_deadline() const { return read_began() + context_->timeout(); }
 
@@ -460,8 +460,7 @@ std::size_t RemoteObject::serve_piece(std::uint64_t index, std::uint64_t from, s
 void RemoteObject::read_ahead_on_disk(std::uint64_t index) const {
     // In order: the block before was read from the disk cache by this process too.
     if (index == 0 || disk_state_[index - 1].load() != 1) return;
-    const std::uint64_t blocks = (size() + kBlockBytes - 1) / kBlockBytes;
-    const std::uint64_t end = std::min(blocks, index + 1 + kDiskReadAheadBlocks);
+    const std::uint64_t end = std::min(block_count(), index + 1 + kDiskReadAheadBlocks);
     std::uint64_t hinted = disk_read_ahead_end_.load();
     do {
         if (hinted >= end) return;

@@ -106,6 +106,7 @@ private:
     Deadline read_deadline() const;
     Deadline fetch_deadline() const;
 
+    std::uint64_t block_count() const { return (size() + kBlockBytes - 1) / kBlockBytes; }
     // Whether block `index` is in the disk cache (asked of the disk once, then remembered).
     bool on_disk(std::uint64_t index) const;
     // Called at the first read of block `index` from the disk cache: when the reader goes in order, the kernel is

@@ -139,10 +139,10 @@ def test_eight_threads_on_one_handle_agree_with_one():
 
 def test_large_arrays_of_any_size_hold_their_values_and_their_memory_is_reused(tmp_path):
     """Arrays of 4 MiB and more get memory of the module's own (a mapping of whole pages, kept for the next array of
-    the same size once released): float32 from BF16 of sizes that are not whole 2 MiB or whole pages, each written
-    once, dropped, and written again into the kept memory, then from four threads at once."""
+    the same size once released): float32 from BF16 of sizes that are whole 2 MiB, whole pages only, or neither,
+    each written once, dropped, and written again into the kept memory, then from four threads at once."""
     rng = np.random.default_rng(31)
-    shapes = {"odd": (1025, 2049), "pages": (1024, 1025), "huge": (2048, 1024)}   # 8.4 MB, 4.2 MB, 8 MiB of f32
+    shapes = {"odd": (1025, 2049), "pages": (1024, 1025), "2mib": (2048, 1024)}   # 8.4 MB, 4.2 MB, 8 MiB of f32
     bits = {name: rng.integers(0, 1 << 16, size=shape, dtype=np.uint16) & 0xBFFF for name, shape in shapes.items()}
     source = str(tmp_path / "large.safetensors")
     write_safetensors(source, [(name, "BF16", shape, bits[name].tobytes()) for name, shape in shapes.items()])
