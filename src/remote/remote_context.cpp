@@ -73,13 +73,36 @@ std::shared_future<BlockPtr> RemoteContext::find(std::uint64_t serial, std::uint
 
 RemoteContext::Claim RemoteContext::claim(std::uint64_t serial, std::uint64_t first, std::uint64_t count,
                                           std::size_t bytes) {
+    std::unique_lock lock(mutex_);
+    // What is in flight or queued for the disk frees itself (each fetch ends, the disk's writer writes by itself).
+    room_.wait(lock, [&] {
+        return pinned() + bytes <= memory_budget_ || (in_flight_bytes_ == 0 && queued_bytes_ == 0) ||
+               !claimable(Key{serial, first});
+    });
+    return claim_locked(serial, first, count, bytes);
+}
+
+RemoteContext::Claim RemoteContext::claim_fetched(std::uint64_t serial, std::uint64_t first, std::uint64_t count,
+                                                  std::size_t bytes) {
+    std::unique_lock lock(mutex_);
+    room_.wait(lock, [&] {
+        return pinned() + bytes <= memory_budget_ || queued_bytes_ == 0 || !claimable(Key{serial, first});
+    });
+    return claim_locked(serial, first, count, bytes);
+}
+
+bool RemoteContext::claimable(const Key& key) const {
+    return recent_index_.count(key) == 0 && in_flight_.count(key) == 0 && leaving_.count(key) == 0;
+}
+
+RemoteContext::Claim RemoteContext::claim_locked(std::uint64_t serial, std::uint64_t first, std::uint64_t count,
+                                                 std::size_t bytes) {
     Claim claim;
     claim.serial = serial;
     claim.first = first;
-    const std::lock_guard lock(mutex_);
     for (std::uint64_t index = first; index < first + count; ++index) {
         const Key key{serial, index};
-        if (recent_index_.count(key) != 0 || in_flight_.count(key) != 0 || leaving_.count(key) != 0) break;
+        if (!claimable(key)) break;
         claim.promises.emplace_back();
         in_flight_.emplace(key, claim.promises.back().get_future().share());
     }
@@ -88,7 +111,7 @@ RemoteContext::Claim RemoteContext::claim(std::uint64_t serial, std::uint64_t fi
         in_flight_bytes_ += bytes;
         link_.fetch_started(now_us());
         trim();
-        show_memory();
+        memory_changed();
     }
     return claim;
 }
@@ -102,23 +125,25 @@ bool RemoteContext::claim_ahead(std::uint64_t serial, std::uint64_t first, std::
         if (connections_ >= max_connections_ || pinned() + bytes > memory_budget_ - memory_budget_ / 4) return false;
         ++connections_;
         counters_->connections_in_use.set(connections_);
+        claim = claim_locked(serial, first, count, bytes);
     }
-    claim = this->claim(serial, first, count, bytes);
     claim.uses_connection = true;
     if (claim.promises.empty()) end_claim(claim);
     return true;
 }
 
-void RemoteContext::deliver(Claim& claim, const std::vector<BlockPtr>& blocks) {
+void RemoteContext::deliver(Claim& claim, const std::vector<BlockPtr>& blocks, bool to_disk) {
     {
         const std::lock_guard lock(mutex_);
         for (std::size_t i = 0; i < claim.promises.size(); ++i) {
             const Key key{claim.serial, claim.first + i};
             in_flight_.erase(key);
-            if (recent_index_.count(key) != 0) continue;
-            keep_recent(blocks[i]);
-            recent_.emplace_front(key, blocks[i]);
-            recent_index_.emplace(key, recent_.begin());
+            if (recent_index_.count(key) == 0) {
+                keep_recent(blocks[i]);
+                recent_.emplace_front(key, blocks[i]);
+                recent_index_.emplace(key, recent_.begin());
+            }
+            if (to_disk) count_queued(blocks[i], true);
         }
     }
     for (std::size_t i = 0; i < claim.promises.size(); ++i) claim.promises[i].set_value(blocks[i]);
@@ -162,7 +187,7 @@ void RemoteContext::end_claim(Claim& claim) {
         claim.uses_connection = false;
     }
     trim();
-    show_memory();
+    memory_changed();
 }
 
 void RemoteContext::no_answer() {
@@ -201,7 +226,7 @@ void RemoteContext::keep_piece(std::uint64_t serial, std::uint64_t index, Piece 
         pieces_.pop_back();
     }
     trim();
-    show_memory();
+    memory_changed();
 }
 
 std::optional<Piece> RemoteContext::take_piece(std::uint64_t serial, std::uint64_t index) {
@@ -212,7 +237,7 @@ std::optional<Piece> RemoteContext::take_piece(std::uint64_t serial, std::uint64
     pieces_.erase(found->second);
     piece_index_.erase(found);
     piece_bytes_ -= piece.bytes.size();
-    show_memory();
+    memory_changed();
     return piece;
 }
 
@@ -255,6 +280,13 @@ void RemoteContext::show_link() {
 
 void RemoteContext::queued_for_disk(const BlockPtr& block, bool queued) {
     const std::lock_guard lock(mutex_);
+    count_queued(block, queued);
+    trim();
+    memory_changed();
+}
+
+void RemoteContext::count_queued(const BlockPtr& block, bool queued) {
+    if (block->queued_for_disk == queued) return;  // counted when delivered, before the disk cache said so
     block->queued_for_disk = queued;
     if (queued) {
         queued_bytes_ += block->length;
@@ -270,8 +302,6 @@ void RemoteContext::queued_for_disk(const BlockPtr& block, bool queued) {
             leaving_.erase(Key{block->serial, block->index});
         }
     }
-    trim();
-    show_memory();
 }
 
 void RemoteContext::keep_recent(const BlockPtr& block) {
@@ -304,10 +334,11 @@ void RemoteContext::trim() {
     }
 }
 
-void RemoteContext::show_memory() {
+void RemoteContext::memory_changed() {
     counters_->set_memory({static_cast<std::int64_t>(in_flight_bytes_),
                            static_cast<std::int64_t>(recent_bytes_ + piece_bytes_),
                            static_cast<std::int64_t>(queued_only_bytes_)});
+    room_.notify_all();
 }
 
 }  // namespace tensorfs::remote

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -69,7 +70,9 @@ public:
 
     // Blocks [first, first + count) of object `serial` claimed for one fetch: the claim stops before the first block
     // that is in memory or on its way, so `promises` may be fewer than `count` (or none). `bytes` of the memory
-    // budget count as in flight until deliver() or give_up().
+    // budget count as in flight until deliver() or give_up(). A reader's claim, never refused: it waits while what
+    // is in flight and queued for the disk fills the budget, so that every reader thread fetching a block of its own
+    // (the read-ahead held back by a disk that falls behind) does not go past it.
     struct Claim {
         std::uint64_t serial = 0;
         std::uint64_t first = 0;
@@ -79,12 +82,17 @@ public:
         std::size_t fetched_bytes = 0;  // what its fetch brought over the network: the link's rate counts it
     };
     Claim claim(std::uint64_t serial, std::uint64_t first, std::uint64_t count, std::size_t bytes);
+    // A claim for bytes the caller fetched already, to keep: it waits only for the disk's queue, never for fetches
+    // in flight (an exact read holds back the fetches of its bytes until it ends, so those would wait for it).
+    Claim claim_fetched(std::uint64_t serial, std::uint64_t first, std::uint64_t count, std::size_t bytes);
     // A claim for the read-ahead: only when a connection is free and the budget has room for `bytes` in flight.
     bool claim_ahead(std::uint64_t serial, std::uint64_t first, std::uint64_t count, std::size_t bytes,
                      Claim& claim);
 
     // The claimed blocks, fetched (blocks[i] is block first + i): kept in memory and handed to their waiters.
-    void deliver(Claim& claim, const std::vector<BlockPtr>& blocks);
+    // `to_disk`: the caller queues them for the disk cache next (DiskCache::write_later); they count as queued from
+    // here on, before they stop counting as in flight, so that no reader's claim sees room they still take.
+    void deliver(Claim& claim, const std::vector<BlockPtr>& blocks, bool to_disk = false);
     // A reader read block `index` of object `serial` to its end: it goes to the end of the eviction order. A
     // sequential reader does not come back to it (the kernel's page cache has it), while the blocks fetched ahead of
     // it are still to be read: without this, the oldest of those went first and were fetched again.
@@ -105,7 +113,7 @@ public:
     std::optional<std::size_t> piece_begin(std::uint64_t serial, std::uint64_t index);
 
     // A block queued for the disk cache (true), or written (false): counted against the budget once, also while
-    // it is kept for readers too (the disk cache calls it).
+    // it is kept for readers too (the disk cache calls it; a block deliver() counted already is not counted again).
     void queued_for_disk(const BlockPtr& block, bool queued);
 
     // A range answer of `bytes` that took `first_byte_us` to its first byte and `total_us` to its last: the
@@ -136,6 +144,12 @@ public:
 private:
     using Key = std::pair<std::uint64_t, std::uint64_t>;
     void end_claim(Claim& claim);
+    // Whether no block `key` is in memory or on its way. Called with mutex_ held.
+    bool claimable(const Key& key) const;
+    // claim() without waiting for room. Called with mutex_ held.
+    Claim claim_locked(std::uint64_t serial, std::uint64_t first, std::uint64_t count, std::size_t bytes);
+    // queued_for_disk() with mutex_ held.
+    void count_queued(const BlockPtr& block, bool queued);
     // Bytes in flight, queued for the disk (and not kept for readers) and kept in pieces. Called with mutex_ held.
     std::uint64_t held() const;
     // What dropping recent blocks cannot free: bytes in flight, kept in pieces and queued for the disk, also those
@@ -146,7 +160,8 @@ private:
     void drop_recent(const BlockPtr& block);
     // Drops the least recently used blocks until everything fits the budget. Called with mutex_ held.
     void trim();
-    void show_memory();  // with mutex_ held
+    // Shows the memory held in the counters and wakes the claims waiting for room. Called with mutex_ held.
+    void memory_changed();
     void show_link();    // with mutex_ held
 
     std::shared_ptr<RemoteCounters> counters_;
@@ -162,6 +177,7 @@ private:
     std::atomic<std::uint64_t> progress_left_{0};
 
     std::mutex mutex_;
+    std::condition_variable room_;  // the memory held went down (memory_changed())
     std::map<Key, std::shared_future<BlockPtr>> in_flight_;
     std::list<std::pair<Key, BlockPtr>> recent_;  // most recently used first, blocks read to their end last
     std::map<Key, std::list<std::pair<Key, BlockPtr>>::iterator> recent_index_;

@@ -578,9 +578,10 @@ void RemoteObject::hand_over(RemoteContext::Claim& claim, const std::vector<std:
         block->index = first + i;
         blocks.push_back(std::move(block));
     }
-    context_->deliver(claim, blocks);
+    const auto& folder = cache_folder();
+    context_->deliver(claim, blocks, folder && disk_write == DiskWrite::Later);
     // Kept on disk once its readers have it: a disk that falls behind never holds a block back from them.
-    if (const auto& folder = cache_folder()) {
+    if (folder) {
         if (disk_write == DiskWrite::Later) {
             context_->disk().write_later(*folder, first, blocks);
         } else {
@@ -621,7 +622,7 @@ void RemoteObject::keep_fetched(std::uint64_t offset, std::size_t length, const 
             run += block_length(index + count);
             ++count;
         }
-        RemoteContext::Claim claim = context_->claim(serial_, index, count, run);
+        RemoteContext::Claim claim = context_->claim_fetched(serial_, index, count, run);
         const std::size_t claimed = claim.promises.size();
         if (claimed > 0) {
             try {

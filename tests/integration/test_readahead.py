@@ -5,6 +5,7 @@ memory that fetched blocks hold stays within its budget (through stats.json); an
 disk cache so that a second run and a mount fetch nothing more, a remount reads that cache from the disk ahead of an
 in-order reader, and --verify finds a corrupt cached block."""
 import base64
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -130,6 +131,33 @@ class FollowTheReader(RemoteModel):
         self.assertLessEqual(fetched, touches * MIB, f"{fetched / touches / MIB:.2f} MiB per touch")
 
     def test_fetched_blocks_stay_within_the_memory_budget(self):
+        def read_in_order(m):
+            for name in ("a", "b", "c", "d"):
+                self.assertEqual(read_file(m.tensor(name, "raw")), self.raw_of(name))
+
+        self.check_memory_held_while(read_in_order)
+
+    def test_many_readers_at_once_stay_within_the_memory_budget(self):
+        # 32 readers of a megabyte at a time: more than the mount's read workers, each fetching blocks of its own
+        # while the read-ahead waits for room (they once held 34 MiB against the budget of 16).
+        def read_parts_at_once(m):
+            parts = 8
+            raws = {name: memoryview(self.raw_of(name)) for name in "abcd"}
+
+            def read_part(name, part):
+                with open(m.tensor(name, "raw"), "rb", buffering=0) as f:
+                    os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
+                    step = len(raws[name]) // parts // MIB * MIB
+                    for at in range(part * step, (part + 1) * step, MIB):
+                        self.assertEqual(os.pread(f.fileno(), MIB, at), raws[name][at:at + MIB])
+
+            with concurrent.futures.ThreadPoolExecutor(32) as pool:
+                for done in [pool.submit(read_part, name, part) for name in "abcd" for part in range(parts)]:
+                    done.result()
+
+        self.check_memory_held_while(read_parts_at_once)
+
+    def check_memory_held_while(self, read):
         # cache_size=32M: 16 MiB for fetched blocks (in flight, kept, queued for the disk), the rest for chunks.
         m = self.mount(None, "-o", "cache_size=32M,max_connections=4")
         samples, done = [], threading.Event()
@@ -141,8 +169,7 @@ class FollowTheReader(RemoteModel):
         sampler = threading.Thread(target=sample)
         sampler.start()
         try:
-            for name in ("a", "b", "c", "d"):
-                self.assertEqual(read_file(m.tensor(name, "raw")), self.raw_of(name))
+            read(m)
         finally:
             done.set()
             sampler.join(60)

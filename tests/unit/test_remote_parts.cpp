@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -329,6 +331,46 @@ BOOST_AUTO_TEST_CASE(the_read_ahead_waits_for_room_while_blocks_wait_for_the_dis
     BOOST_TEST(context.claim_ahead(1, 8, 8, 8 << 20, after));  // the kept blocks may go now: room
     BOOST_TEST(after.promises.size() == 8);
     context.give_up(after, nullptr);
+}
+
+// A reader's fetch is never refused, but it waits while what frees itself (fetches in flight, blocks queued for a
+// slow disk) fills the budget: every reader thread fetching a block of its own into a full disk queue went past it.
+BOOST_AUTO_TEST_CASE(a_reader_waits_while_fetches_and_the_disk_queue_fill_the_budget) {
+    const test::TempFolder folder;
+    SourceOptions options;
+    options.cache_dir = folder.path();
+    options.memory_budget = 8 << 20;
+    RemoteContext context(options, {}, [](const Response&) { return std::string(); });
+    // (A claim that does not wait comes back within this time; one that waits passes whatever the machine's speed.)
+    const auto waits = [](std::future<RemoteContext::Claim>& claim) {
+        return claim.wait_for(std::chrono::milliseconds(300)) == std::future_status::timeout;
+    };
+    const std::vector<BlockPtr> blocks = new_blocks(8);
+    RemoteContext::Claim delivered = context.claim(1, 0, 8, 8 << 20);
+    context.deliver(delivered, blocks, true);  // counted as queued for the disk from here on
+    BOOST_TEST(context.counters().bytes_in_memory.get() == 8 << 20);
+    BOOST_TEST(context.claim(1, 3, 1, 1 << 20).promises.empty());  // a block in memory: nobody claims it, at once
+    auto reader = std::async(std::launch::async, [&] { return context.claim(1, 8, 1, 1 << 20); });
+    BOOST_TEST(waits(reader));
+    context.queued_for_disk(blocks[0], false);  // one written: room for the reader's block
+    RemoteContext::Claim in_flight = reader.get();
+    BOOST_TEST(in_flight.promises.size() == 1);
+    for (std::size_t i = 1; i < blocks.size(); ++i) context.queued_for_disk(blocks[i], false);
+
+    RemoteContext::Claim more = context.claim(1, 9, 7, 7 << 20);  // the budget full of fetches in flight
+    BOOST_REQUIRE(more.promises.size() == 7);
+    auto next = std::async(std::launch::async, [&] { return context.claim(1, 16, 1, 1 << 20); });
+    BOOST_TEST(waits(next));
+    // Bytes a reader fetched already, to keep, never wait for fetches in flight: one of them may wait for this
+    // reader (an exact read holds back the fetches of its bytes until it ends).
+    RemoteContext::Claim fetched = context.claim_fetched(1, 20, 1, 1 << 20);
+    BOOST_TEST(fetched.promises.size() == 1);
+    context.give_up(fetched, nullptr);
+    context.give_up(more, nullptr);
+    RemoteContext::Claim after = next.get();
+    BOOST_TEST(after.promises.size() == 1);
+    context.give_up(after, nullptr);
+    context.give_up(in_flight, nullptr);
 }
 
 // stats.json adds the three memory figures up (a test checks the sum against the budget): a block moving from in
