@@ -28,8 +28,10 @@ the same round, on a model of 64 BF16 tensors of 16 MiB (1 GiB at --scale 1) ser
 - beside them, without targets, what bounds them: the capped and uncapped cold cats and the S3 one again without the
   disk cache (`--disk-cache-size 0`), the S3 row's curl while the model's bytes are written to a new file beside it
   (what a cold load also does, on the same two cores), the mount of the local file against the uncapped curl
-  (FUSE's own ceiling), and the machine's cost of new page cache: the model's bytes written to a new file against aria2c, and that write
-  on memory just freed against the same write on memory the machine had handed back to its host (quiet_machine)
+  (FUSE's own ceiling), the uncapped curl and the S3 row's curl each while the mount of the local file is read
+  beside it (the two halves of a cold cat's work, receiving and serving through FUSE, at once), and the machine's
+  cost of new page cache: the model's bytes written to a new file against aria2c, and that write on memory just
+  freed against the same write on memory the machine had handed back to its host (quiet_machine)
 
 aria2c and rclone are Debian's (`apt-get install aria2 rclone`), installed here when missing: only this benchmark
 needs them."""
@@ -193,6 +195,18 @@ def seconds_of(command, **kwargs):
     return time.monotonic() - started
 
 
+def seconds_together(*commands):
+    """Seconds until all `commands`, started at once, have ended (their output discarded)."""
+    if SETTLE:
+        quiet_machine()
+    started = time.monotonic()
+    running = [subprocess.Popen(command, stdout=subprocess.DEVNULL) for command in commands]
+    failed = [command for command, process in zip(commands, running) if process.wait() != 0]
+    if failed:
+        raise RuntimeError(f"{failed[0]} failed")
+    return time.monotonic() - started
+
+
 def cat_seconds(path):
     return seconds_of(["cat", path])
 
@@ -296,6 +310,22 @@ class Load:
 
     def curl(self, url):
         return seconds_of(["curl", "-sf", "-o", "/dev/null", url])
+
+    def local_mount_cat(self):
+        """A new mount of the local file and the command that reads it whole through FUSE (L3x's first pass), for a
+        floor row: the caller unmounts it."""
+        mountpoint = self.bench.mount(self.model)
+        return mountpoint, ["cat", os.path.join(mountpoint, "model.safetensors")]
+
+    def curl_beside_fuse(self, url):
+        """Seconds until one curl of `url` and a cat of a new mount of the local file, started together, have both
+        ended: a cold cat's two halves of work (receiving the bytes, serving them through FUSE) on the same cores,
+        with nothing of tensorfs's own between them."""
+        mountpoint, cat = self.local_mount_cat()
+        try:
+            return seconds_together(["curl", "-sf", "-o", "/dev/null", url], cat)
+        finally:
+            self.unmount(mountpoint)
 
     def rclone(self, port):
         """Cold, then warm (cat again on the same mount, from rclone's own cache) seconds of a whole-file cat."""
@@ -430,7 +460,7 @@ class S3Store:
                                for offset in range(0, size, part))
         quiet_machine()
         started = time.monotonic()
-        other = subprocess.Popen(beside) if beside else None
+        other = subprocess.Popen(beside, stdout=subprocess.DEVNULL) if beside else None
         try:
             subprocess.run(["curl", "--no-progress-meter", "--parallel", "--parallel-max", str(S3_RANGES),
                             "--config", "-"], input=config, text=True, env=self.env, check=True)
@@ -474,7 +504,8 @@ def run(bench, scale):
     rows = {key: [] for key in ("cat", "raws", "source", "uncapped", "delay", "warm", "prefetch", "rclone",
                                 "rclone_warm", "touch", "rss", "s3", "cat_no_disk", "local_curl", "uncapped_no_disk",
                                 "s3_no_disk", "new_file", "reused_memory", "second_prefetch", "warm_disk", "cat_b2b",
-                                "raws_b2b", "source_b2b", "s3_beside_new_file")}
+                                "raws_b2b", "source_b2b", "s3_beside_new_file", "curl_beside_fuse",
+                                "s3_beside_fuse")}
     try:
         s3 = S3Store(model)
         bench.warm(model)
@@ -509,6 +540,7 @@ def run(bench, scale):
             uncapped_no_disk, cache = load.cold_cat(uncapped, *NO_DISK_CACHE)
             shutil.rmtree(cache)
             rows["uncapped_no_disk"].append((one_curl, uncapped_no_disk))
+            rows["curl_beside_fuse"].append((one_curl, load.curl_beside_fuse(uncapped)))
             cat_no_disk, cache = load.cold_cat(capped, *NO_DISK_CACHE)
             shutil.rmtree(cache)
             rows["cat_no_disk"].append((aria, cat_no_disk))
@@ -537,6 +569,9 @@ def run(bench, scale):
             rows["s3"].append((s3_curl, s3.cold_cat_seconds(load)))
             rows["s3_no_disk"].append((s3_curl, s3.cold_cat_seconds(load, *NO_DISK_CACHE)))
             rows["s3_beside_new_file"].append((s3_curl, s3.parallel_curl_seconds(load.size, load.new_file_command())))
+            mountpoint, cat = load.local_mount_cat()
+            rows["s3_beside_fuse"].append((s3_curl, s3.parallel_curl_seconds(load.size, cat)))
+            load.unmount(mountpoint)
         scaled = scale_rows(folder, scale, server, load)
     finally:
         if s3 is not None:
@@ -583,9 +618,12 @@ def run(bench, scale):
     speed_row("L1x. cold cat, capped, no disk cache (--disk-cache-size 0) / aria2c -x16", "cat_no_disk", "")
     speed_row("L3x. mount of the local file, first pass (FUSE alone) / one curl", "local_curl", "")
     speed_row("L3y. cold cat, uncapped, no disk cache / one curl", "uncapped_no_disk", "")
+    speed_row("L3f. one curl while the local-file mount is read beside it (a cold cat's two halves at once) / the "
+              "curl alone", "curl_beside_fuse", "")
     speed_row("L10x. cold cat from S3, no disk cache / the same curl ranges", "s3_no_disk", "")
     speed_row("L10b. the same curl while the model's bytes are written to a new file beside it / the curl alone",
               "s3_beside_new_file", "")
+    speed_row("L10f. the same curl while the local-file mount is read beside it / the curl alone", "s3_beside_fuse", "")
     speed_row("L1m. the model's bytes written to a new file (no network) / aria2c -x16", "new_file", "")
     speed_row("L1n. that write on memory just freed / on memory handed back to the host", "reused_memory", "")
 
