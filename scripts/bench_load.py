@@ -570,8 +570,10 @@ def run(bench, scale):
             rows["s3_no_disk"].append((s3_curl, s3.cold_cat_seconds(load, *NO_DISK_CACHE)))
             rows["s3_beside_new_file"].append((s3_curl, s3.parallel_curl_seconds(load.size, load.new_file_command())))
             mountpoint, cat = load.local_mount_cat()
-            rows["s3_beside_fuse"].append((s3_curl, s3.parallel_curl_seconds(load.size, cat)))
-            load.unmount(mountpoint)
+            try:
+                rows["s3_beside_fuse"].append((s3_curl, s3.parallel_curl_seconds(load.size, cat)))
+            finally:
+                load.unmount(mountpoint)
         scaled = scale_rows(folder, scale, server, load)
     finally:
         if s3 is not None:
