@@ -23,7 +23,6 @@ struct Block {
     // readers and queued for the disk counts once.
     mutable bool in_recent = false;
     mutable bool queued_for_disk = false;
-    mutable bool consumed = false;  // read to its end and not wanted since (RemoteContext::consumed)
 
     const char* bytes() const { return storage.get(); }
 };

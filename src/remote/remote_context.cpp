@@ -12,9 +12,6 @@ constexpr std::uint64_t kLeastBudget = std::uint64_t{8} << 20;
 // The least window the measured rate × round trip may set (a few ranges): a link measured while its reader was
 // slow opens again within a few samples once the reader speeds up.
 constexpr std::uint64_t kLeastWindow = std::uint64_t{16} << 20;
-// Blocks read to their end that stay in memory (RemoteContext::consumed): a few, for a reader that steps back a
-// little, as the decoded chunks' cache keeps a few consumed chunks (chunk_cache).
-constexpr std::size_t kConsumedKept = 8;
 
 std::uint64_t now_us() {
     return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
@@ -61,7 +58,6 @@ std::shared_future<BlockPtr> RemoteContext::find(std::uint64_t serial, std::uint
     const std::lock_guard lock(mutex_);
     if (const auto found = recent_index_.find(key); found != recent_index_.end()) {
         recent_.splice(recent_.begin(), recent_, found->second);
-        found->second->second->consumed = false;  // wanted again
         std::promise<BlockPtr> ready;
         ready.set_value(found->second->second);
         return ready.get_future().share();
@@ -158,20 +154,7 @@ void RemoteContext::consumed(std::uint64_t serial, std::uint64_t index) {
     const std::lock_guard lock(mutex_);
     if (const auto found = recent_index_.find(Key{serial, index}); found != recent_index_.end()) {
         recent_.splice(recent_.end(), recent_, found->second);
-        found->second->second->consumed = true;
-        consumed_.push_back(found->first);
     }
-    bool dropped = false;
-    while (consumed_.size() > kConsumedKept) {
-        const auto found = recent_index_.find(consumed_.front());
-        consumed_.pop_front();
-        if (found == recent_index_.end() || !found->second->second->consumed) continue;
-        drop_recent(found->second->second);
-        recent_.erase(found->second);
-        recent_index_.erase(found);
-        dropped = true;
-    }
-    if (dropped) memory_changed();
 }
 
 void RemoteContext::give_up(Claim& claim, std::exception_ptr error) {
@@ -323,7 +306,6 @@ void RemoteContext::count_queued(const BlockPtr& block, bool queued) {
 
 void RemoteContext::keep_recent(const BlockPtr& block) {
     block->in_recent = true;
-    block->consumed = false;
     recent_bytes_ += block->length;
     if (block->queued_for_disk) {
         queued_only_bytes_ -= block->length;

@@ -9,7 +9,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <future>
 #include <list>
@@ -96,10 +95,7 @@ public:
     void deliver(Claim& claim, const std::vector<BlockPtr>& blocks, bool to_disk = false);
     // A reader read block `index` of object `serial` to its end: it goes to the end of the eviction order. A
     // sequential reader does not come back to it (the kernel's page cache has it), while the blocks fetched ahead of
-    // it are still to be read: without this, the oldest of those went first and were fetched again. Only the last
-    // kConsumedKept of them stay (a block wanted again since is no longer counted): the others leave memory at once,
-    // so that a stream reuses a few warm buffers instead of mapping a budget's worth of new ones (whose first touch
-    // is what a cold load paid most for after its copies, docs/benchmarks.md).
+    // it are still to be read: without this, the oldest of those went first and were fetched again.
     void consumed(std::uint64_t serial, std::uint64_t index);
     // The claimed blocks were not fetched: waiters get `error`, or nullptr (fetch it yourself) when it is null.
     void give_up(Claim& claim, std::exception_ptr error);
@@ -185,7 +181,6 @@ private:
     std::map<Key, std::shared_future<BlockPtr>> in_flight_;
     std::list<std::pair<Key, BlockPtr>> recent_;  // most recently used first, blocks read to their end last
     std::map<Key, std::list<std::pair<Key, BlockPtr>>::iterator> recent_index_;
-    std::deque<Key> consumed_;  // blocks consumed() lately, oldest first (some may have been wanted again since)
     std::size_t recent_bytes_ = 0;
     // Blocks dropped from recent_ while still queued for the disk: in memory until written, so found there.
     std::map<Key, BlockPtr> leaving_;

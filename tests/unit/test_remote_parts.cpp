@@ -308,38 +308,6 @@ BOOST_AUTO_TEST_CASE(a_block_dropped_while_queued_for_the_disk_is_found_until_wr
     context.give_up(more, nullptr);
 }
 
-// A sequential reader's blocks leave memory once it has read them and a few after them: a cold load then reuses a
-// few buffers instead of filling the budget with new ones. A block wanted again since it was read stays, and one
-// still queued for the disk is found until written.
-BOOST_AUTO_TEST_CASE(only_the_last_few_blocks_read_to_their_end_stay_in_memory) {
-    const test::TempFolder folder;
-    SourceOptions options;
-    options.cache_dir = folder.path();
-    options.memory_budget = 64 << 20;
-    RemoteContext context(options, {}, [](const Response&) { return std::string(); });
-    constexpr std::size_t kBlocks = 20;
-    const std::vector<BlockPtr> blocks = new_blocks(kBlocks);
-    RemoteContext::Claim claim = context.claim(1, 0, kBlocks, kBlocks << 20);
-    BOOST_REQUIRE(claim.promises.size() == kBlocks);
-    context.deliver(claim, blocks);
-    context.queued_for_disk(blocks[1], true);  // as the disk cache says when the write is queued
-    context.consumed(1, 0);
-    context.consumed(1, 1);
-    context.consumed(1, 2);
-    BOOST_TEST(context.find(1, 2).valid());  // wanted again: no longer counted as read
-    for (std::uint64_t index = 3; index < 12; ++index) context.consumed(1, index);
-    BOOST_TEST(!context.find(1, 0).valid());  // read, and 8 read after it: gone
-    BOOST_TEST(context.find(1, 1).valid());   // gone from the recent blocks, but its disk write holds it
-    BOOST_TEST(context.find(1, 2).valid());
-    BOOST_TEST(!context.find(1, 3).valid());
-    for (std::uint64_t index = 4; index < 12; ++index) BOOST_TEST(context.find(1, index).valid(), "block " << index);
-    for (std::uint64_t index = 12; index < kBlocks; ++index) BOOST_TEST(context.find(1, index).valid());
-    // Of the 20 blocks, 0 and 3 dropped and 1 held by its disk write (counted as queued): 17 kept.
-    BOOST_TEST(context.counters().bytes_in_memory.get() == static_cast<std::int64_t>(17 << 20));
-    context.queued_for_disk(blocks[1], false);
-    BOOST_TEST(!context.find(1, 1).valid());
-}
-
 // Blocks kept for readers but still waiting for the disk cannot be dropped to make room: the read-ahead counts
 // them, or a disk slower than the link would let it fetch on past the budget while the writes pile up.
 BOOST_AUTO_TEST_CASE(the_read_ahead_waits_for_room_while_blocks_wait_for_the_disk) {
