@@ -260,7 +260,7 @@ function answerHeaders(request, answer, path) {
   return headers;
 }
 
-function forward(request, response, storePort, record, body, checksum) {
+function forward(request, response, storePort, record, body, checksum, retried = false) {
   const headers = {};
   for (const [name, value] of Object.entries(request.headers)) {
     // s3rver verifies nothing of SigV4 but would refuse an access key it does not know: it sees anonymous reads.
@@ -298,7 +298,15 @@ function forward(request, response, storePort, record, body, checksum) {
     response.writeHead(answer.statusCode, answerHeaders(request, answer, path));
     answer.pipe(response, { end: false });
   });
-  upstream.on('error', error => refuse(response, new S3Refusal(500, 'InternalError', String(error)), record));
+  upstream.on('error', error => {
+    // A kept connection that s3rver closed as this request went out (Node's keep-alive race, likelier on a busy
+    // machine): the request is sent again once on a new connection, as Node's documentation advises.
+    if (upstream.reusedSocket && error.code === 'ECONNRESET' && !retried && !response.headersSent) {
+      forward(request, response, storePort, record, body, checksum, true);
+      return;
+    }
+    refuse(response, new S3Refusal(500, 'InternalError', String(error)), record);
+  });
   upstream.end(body);
 }
 
