@@ -56,6 +56,9 @@ CACHE_SIZE = 256 * MIB  # the default cache_size, which the RSS row is measured 
 TOUCHES = 64
 S3_BUCKET = "load"
 S3_RANGES = 16  # parallel signed range requests of the S3 row's baseline
+# The range a mount's read-ahead asks for by default: its window's limit (readahead=, 64M) over its connections
+# (max_connections=, 16), src/remote/remote_object.cpp.
+MOUNT_RANGE = 4 * MIB
 SCALE_TENSORS = 1024  # the scale row's model: 1,024 tensors of 16 MiB (16 GiB at --scale 1)
 NO_DISK_CACHE = ("--disk-cache-size", "0")
 
@@ -448,12 +451,13 @@ class S3Store:
             self.server.stop()
             raise
 
-    def parallel_curl_seconds(self, size, beside=None):
+    def parallel_curl_seconds(self, size, beside=None, part=None):
         """S3_RANGES `curl --aws-sigv4` of consecutive ranges covering the object, all at once, in one curl process
         (16 processes, as before, took 0.2-1 s longer for 1 GiB here: their own starts). With `beside`, a command run
-        at the same time: the seconds until both are done."""
+        at the same time: the seconds until both are done. With `part`, ranges of that many bytes instead, S3_RANGES
+        of them at a time."""
         import bench_s3
-        part = -(-size // S3_RANGES)
+        part = part or -(-size // S3_RANGES)
         # One config of every range, `next` between them.
         config = "next\n".join(bench_s3.sigv4_config(self.server, self.account, "model.safetensors", offset,
                                                      min(part, size - offset), S3_BUCKET)
@@ -505,7 +509,7 @@ def run(bench, scale):
                                 "rclone_warm", "touch", "rss", "s3", "cat_no_disk", "local_curl", "uncapped_no_disk",
                                 "s3_no_disk", "new_file", "reused_memory", "second_prefetch", "warm_disk", "cat_b2b",
                                 "raws_b2b", "source_b2b", "s3_beside_new_file", "curl_beside_fuse",
-                                "s3_beside_fuse")}
+                                "s3_beside_fuse", "s3_mount_ranges")}
     try:
         s3 = S3Store(model)
         bench.warm(model)
@@ -568,6 +572,7 @@ def run(bench, scale):
             s3_curl = s3.parallel_curl_seconds(load.size)
             rows["s3"].append((s3_curl, s3.cold_cat_seconds(load)))
             rows["s3_no_disk"].append((s3_curl, s3.cold_cat_seconds(load, *NO_DISK_CACHE)))
+            rows["s3_mount_ranges"].append((s3_curl, s3.parallel_curl_seconds(load.size, part=MOUNT_RANGE)))
             rows["s3_beside_new_file"].append((s3_curl, s3.parallel_curl_seconds(load.size, load.new_file_command())))
             mountpoint, cat = load.local_mount_cat()
             try:
@@ -626,6 +631,8 @@ def run(bench, scale):
     speed_row("L10b. the same curl while the model's bytes are written to a new file beside it / the curl alone",
               "s3_beside_new_file", "")
     speed_row("L10f. the same curl while the local-file mount is read beside it / the curl alone", "s3_beside_fuse", "")
+    speed_row(f"L10r. the same curl in the mount's ranges ({MOUNT_RANGE // MIB} MiB, {S3_RANGES} at once) / in "
+              f"{S3_RANGES} ranges: the store's cost per request", "s3_mount_ranges", "")
     speed_row("L1m. the model's bytes written to a new file (no network) / aria2c -x16", "new_file", "")
     speed_row("L1n. that write on memory just freed / on memory handed back to the host", "reused_memory", "")
 
