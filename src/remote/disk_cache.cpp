@@ -1,6 +1,7 @@
 #include "disk_cache.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -195,6 +196,8 @@ void DiskCache::wait_written() {
 
 // The writer thread: every queued block, also those queued when the cache is told to stop.
 void DiskCache::write_queued() {
+    // Named for whoever looks at the daemon's threads (`top -H`, /proc/PID/task/*/comm; the tests find it so).
+    pthread_setname_np(pthread_self(), kWriterThreadName);
     WriterPriority priority(max_queued_);
     std::unique_lock lock(queue_mutex_);
     for (;;) {

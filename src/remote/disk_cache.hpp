@@ -38,6 +38,8 @@ namespace tensorfs::remote {
 class DiskCache {
 public:
     static constexpr std::size_t kMaxQueuedBytes = std::size_t{32} << 20;
+    // The name of the thread that writes queued blocks (15 characters at most: Linux's limit).
+    static constexpr const char* kWriterThreadName = "tensorfs-disk";
 
     // Told of each block a queued write holds, as it comes (true) and goes (false).
     using QueuedBytes = std::function<void(const BlockPtr& block, bool queued)>;
