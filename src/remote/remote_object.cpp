@@ -473,13 +473,13 @@ void RemoteObject::read_ahead_on_disk(std::uint64_t index) const {
 bool RemoteObject::on_disk(std::uint64_t index) const {
     if (!cache_folder()) return false;
     std::uint8_t state = disk_state_[index].load();
-    if (state == 0) {
-        state = context_->disk().has(*cache_folder(), index, block_length(index)) ? 3 : 2;
-        std::uint8_t unknown = 0;
-        disk_state_[index].compare_exchange_strong(unknown, state);
-        return state != 2;
-    }
-    return state != 2;
+    // "Not there" is kept, except for a block this process fetched: it may be waiting in the disk cache's queue
+    // (readers have it from memory meanwhile), and once written it must be found there when it leaves memory.
+    const bool ask = state == 0 || (state == 2 && fetched_here_[index].load(std::memory_order_relaxed));
+    if (!ask) return state != 2;
+    const std::uint8_t found = context_->disk().has(*cache_folder(), index, block_length(index)) ? 3 : 2;
+    disk_state_[index].compare_exchange_strong(state, found);
+    return found != 2;
 }
 
 void RemoteObject::fetch_blocks(RemoteContext::Claim& claim, Deadline deadline) const {

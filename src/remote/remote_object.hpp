@@ -202,7 +202,8 @@ private:
     };
     mutable std::vector<Stream> streams_;
     mutable std::uint64_t tick_ = 0;
-    // Per block: 0 not known, 1 in the disk cache (and marked used by this process), 2 not there when last asked.
+    // Per block: 0 not known, 1 in the disk cache (and marked used by this process), 2 not there when last asked,
+    // 3 in the disk cache.
     mutable std::unique_ptr<std::atomic<std::uint8_t>[]> disk_state_;
     // Blocks before this one were asked of the kernel's read-ahead (DiskCache::read_ahead) for an in-order reader.
     mutable std::atomic<std::uint64_t> disk_read_ahead_end_{0};

@@ -4,6 +4,7 @@ request, two daemons share it, it stays within its size, a daemon killed mid-dow
 network faults from a proxy of our own (503, 429 with Retry-After, connections cut, bodies cut short, slow answers,
 a server that keeps failing); an object replaced under a live mount; the Hub's token never reaching the host it
 redirects to; and the one-line errors of a source that cannot be reached, is not found or refuses the credentials."""
+import ctypes
 import errno
 import json
 import os
@@ -210,7 +211,103 @@ class FetchOnlyWhatIsRead(RemoteModel):
         self.assertLessEqual(fetched, 8 * BLOCK)
 
 
+class StoppedThread:
+    """One thread of another process held stopped while the process's other threads run on (ptrace: PTRACE_SEIZE,
+    then PTRACE_INTERRUPT), until resume()."""
+    SEIZE, INTERRUPT, DETACH = 0x4206, 0x4207, 17
+    WAIT_ALL = 0x40000000  # __WALL: wait for a thread that is not a child process
+
+    def __init__(self, tid):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.ptrace.argtypes = (ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p)
+        self.tid = tid
+        self.call(self.SEIZE)
+        self.call(self.INTERRUPT)
+        os.waitpid(tid, self.WAIT_ALL)
+
+    def call(self, request):
+        if self.libc.ptrace(request, self.tid, None, None) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, f"ptrace {request:#x} of thread {self.tid}: {os.strerror(error)}")
+
+    def resume(self):
+        if self.tid is not None:
+            self.call(self.DETACH)
+            self.tid = None
+
+
+def disk_writer_of(pid):
+    """The thread id of the daemon's disk cache writer (it names itself), once it runs idle: asleep (so not holding
+    its queue's lock) with nothing queued."""
+    def idle_writer():
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                    name = f.read().strip()
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue  # a thread that ended meanwhile
+            if name == "tensorfs-disk" and state == "S":
+                return int(tid)
+        return None
+
+    assert wait_until(lambda: idle_writer() is not None), "no idle disk writer thread in the daemon"
+    return idle_writer()
+
+
 class DiskCache(RemoteModel):
+    def test_a_block_asked_about_before_its_disk_write_is_read_from_the_disk_once_it_leaves_memory(self):
+        # A block fetched whole goes to readers at once and to the disk cache's queue; it is in memory, not yet on
+        # disk. The read-ahead asks the disk about it all the same when a reader's stream reaches it. Held with the
+        # writer stopped, that moment cannot pass before the question: the answer "not on disk" must not outlive the
+        # write, or the block is fetched again once it leaves memory (and fails with the server gone).
+        # cache_size=64M: 32 MiB for fetched blocks, 8 MiB of them queued for the disk at most (c and its read-ahead
+        # of readahead=1M fit in that; the writer is stopped while they wait).
+        m = self.mount(None, "-o", "cache_size=64M,readahead=1M")
+        [pid] = daemon_pids(m.path)
+        self.assertEqual(read_file(m.tensor("a", "raw")), self.raw_of("a"))  # the writer's first blocks
+        self.assertTrue(wait_until(lambda: settled_stats_of(m)["memory"]["queued_for_disk_bytes"] == 0))
+        writer = StoppedThread(disk_writer_of(pid))
+        self.addCleanup(writer.resume)
+
+        # One page 2.5 MiB into c: its block is fetched whole and waits for the disk. Then c in order: its stream
+        # began at that page, so its read-ahead starts from that block, which it finds in memory after asking the disk.
+        offset, size = self.spans["c"]
+        touched = (offset + 5 * MIB // 2) // BLOCK
+        with open(m.tensor("c", "raw"), "rb", buffering=0) as f:
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
+            self.assertEqual(os.pread(f.fileno(), 4096, 5 * MIB // 2), self.raw_of("c")[5 * MIB // 2:][:4096])
+        self.assertEqual(read_file(m.tensor("c", "raw")), self.raw_of("c"))
+        settled_stats_of(m)
+        writer.resume()
+        # The blocks the stream fetched whole, from the touched one on (before it, c's reads crossing a block edge
+        # were fetched exactly: kept as pieces).
+        whole = {f"{block}.block" for block in range(touched, (offset + size - 1) // BLOCK + 1)}
+        self.assertTrue(wait_until(lambda: whole <= {os.path.basename(path) for path in self.block_files()}),
+                        "c's blocks were never written to the disk cache")
+
+        # One page of each block of b: 40 MiB of blocks not read to their end push c's out of memory (blocks read to
+        # their end leave first). c again then asks the disk, not the server.
+        b_offset, b_size = self.spans["b"]
+        with open(m.tensor("b", "raw"), "rb", buffering=0) as f:
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_RANDOM)
+            for block in range(-(-b_offset // BLOCK), (b_offset + b_size) // BLOCK):
+                at = block * BLOCK - b_offset + 4096
+                self.assertEqual(os.pread(f.fileno(), 4096, at), self.raw_of("b")[at:at + 4096])
+        settled_stats_of(m)
+        mark, hits = self.log_mark(), stats_of(m)["disk_cache_hits"]
+        with open(m.tensor("c", "raw"), "rb") as f:
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)  # the kernel's copy of c/raw goes
+        self.assertEqual(read_file(m.tensor("c", "raw")), self.raw_of("c"))
+        # Every block wholly in c came from the disk (they had left memory: else this test would prove nothing).
+        self.assertGreaterEqual(stats_of(m)["disk_cache_hits"] - hits, size // BLOCK - 1)
+        self.unmount_and_wait(m)
+        asked = [(first, last) for first, last in ranges_of(r for r in self.requests_since(mark)
+                                                             if r[1] == "/big.safetensors")
+                 if first < offset + size and last >= offset]
+        self.assertEqual(asked, [], f"c's bytes fetched again (block {touched} was the one asked about)")
+
     def test_a_remount_reads_a_cached_tensor_with_no_range_request(self):
         m = Mount(self.url, "--cache-dir", self.cache).__enter__()
         self.assertEqual(read_file(m.tensor("b", "raw")), self.raw_of("b"))
