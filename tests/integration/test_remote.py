@@ -237,8 +237,8 @@ class StoppedThread:
 
 
 def disk_writer_of(pid):
-    """The thread id of the daemon's disk cache writer (it names itself), once it runs idle: asleep (so not holding
-    its queue's lock) with nothing queued."""
+    """The thread id of the daemon's disk cache writer (it names itself), once it sleeps: it holds its queue's lock
+    only while it runs, so stopping it then leaves the queue open to the readers."""
     def idle_writer():
         for tid in os.listdir(f"/proc/{pid}/task"):
             try:
