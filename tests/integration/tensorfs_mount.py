@@ -26,6 +26,15 @@ def read_file(path):
         return f.read()
 
 
+def drop_cached_pages(path):
+    """Forgets the kernel's cached pages of a mounted file, so that the next read reaches the daemon again."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def mount_stats(mount):
     """The mount's .tensorfs/stats.json, parsed."""
     with open(os.path.join(mount.path, ".tensorfs", "stats.json")) as f:

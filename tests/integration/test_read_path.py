@@ -6,7 +6,7 @@ import unittest
 
 import numpy as np
 
-from tensorfs_mount import VECTORS, Mount, manifest, mount_stats, read_file
+from tensorfs_mount import VECTORS, Mount, drop_cached_pages, manifest, mount_stats, read_file
 
 SOURCE = os.path.join(VECTORS, "gguf/tiny-llama-Q4_K_M.gguf")
 MIB = 1 << 20
@@ -14,15 +14,6 @@ MIB = 1 << 20
 
 def tiny_llama():
     return next(e for e in manifest()["gguf"] if e["file"] == "gguf/tiny-llama-Q4_K_M.gguf")
-
-
-def drop_cached_pages(path):
-    """Forgets the kernel's cached pages of a mounted file, so that the next read reaches the daemon again."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def pread_all(path, offset, length):

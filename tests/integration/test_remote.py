@@ -22,8 +22,8 @@ import numpy as np
 
 import remote_servers
 from remote_servers import FaultProxy, Nginx, requests_in
-from tensorfs_mount import (BIN, PROBED_SIDE_FILES, Mount, daemon_pids, is_mounted, mount_stats, read_file, run,
-                            unmount, wait_until)
+from tensorfs_mount import (BIN, PROBED_SIDE_FILES, Mount, daemon_pids, drop_cached_pages, is_mounted, mount_stats,
+                            read_file, run, unmount, wait_until)
 
 MIB = 1 << 20
 BLOCK = MIB  # the remote layer's block (src/remote/remote_object.hpp)
@@ -297,8 +297,7 @@ class DiskCache(RemoteModel):
                 self.assertEqual(os.pread(f.fileno(), 4096, at), self.raw_of("b")[at:at + 4096])
         settled_stats_of(m)
         mark, hits = self.log_mark(), stats_of(m)["disk_cache_hits"]
-        with open(m.tensor("c", "raw"), "rb") as f:
-            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)  # the kernel's copy of c/raw goes
+        drop_cached_pages(m.tensor("c", "raw"))
         self.assertEqual(read_file(m.tensor("c", "raw")), self.raw_of("c"))
         # Every block wholly in c came from the disk (they had left memory: else this test would prove nothing).
         self.assertGreaterEqual(stats_of(m)["disk_cache_hits"] - hits, size // BLOCK - 1)

@@ -300,7 +300,8 @@ function forward(request, response, storePort, record, body, checksum, retried =
   });
   upstream.on('error', error => {
     // A kept connection that s3rver closed as this request went out (Node's keep-alive race, likelier on a busy
-    // machine): the request is sent again once on a new connection, as Node's documentation advises.
+    // machine): the request is sent again once (the agent has dropped that connection), as Node's documentation
+    // advises.
     if (upstream.reusedSocket && error.code === 'ECONNRESET' && !retried && !response.headersSent) {
       forward(request, response, storePort, record, body, checksum, true);
       return;
