@@ -52,6 +52,12 @@ private:
     std::vector<Problem> list_;
 };
 
+// Throws InvalidSource holding the one problem `what` of `file`: a reader's or an opener's first fatal problem.
+[[noreturn]] void throw_problem(std::string file, std::string what,
+                                std::optional<std::uint64_t> at_byte = std::nullopt);
+// The same for a file (or repository) that does not exist.
+[[noreturn]] void throw_missing(std::string file, std::string what);
+
 // A read of a source file that could not be served (short read, I/O or network error): EIO at the FUSE border.
 class IoError : public std::runtime_error {
 public:

@@ -43,6 +43,14 @@ void Problems::add_missing(std::string file, std::string what) {
     list_.push_back(Problem{std::move(file), std::move(what), std::nullopt, true});
 }
 
+void throw_problem(std::string file, std::string what, std::optional<std::uint64_t> at_byte) {
+    throw InvalidSource({Problem{std::move(file), std::move(what), at_byte}});
+}
+
+void throw_missing(std::string file, std::string what) {
+    throw InvalidSource({Problem{std::move(file), std::move(what), std::nullopt, true}});
+}
+
 void Problems::add_all(Problems&& other) {
     for (auto& problem : other.list_) list_.push_back(std::move(problem));
     other.list_.clear();

@@ -22,7 +22,7 @@ namespace tensorfs::cli {
 namespace {
 
 // Decoded chunks kept while streaming: enough for reading ahead, small next to a big tensor.
-constexpr std::uint64_t kCacheBudget = std::uint64_t{16} << 20;
+constexpr std::uint64_t kCatCacheBudget = std::uint64_t{16} << 20;
 
 // TENSOR is a tensor's name or its directory name in the tree.
 std::optional<std::uint32_t> find_tensor(const LoadedSource& source, const std::string& wanted) {
@@ -85,7 +85,7 @@ int cat_command(const Arguments& args) {
 
     const SourceFiles files(source.catalog);
     Stats stats;
-    Content content(source.catalog, source.tree, files, stats, kCacheBudget);
+    Content content(source.catalog, source.tree, files, stats, kCatCacheBudget);
     // Reads of whole decoded chunks, so that no chunk is decoded twice.
     std::vector<char> chunk(content.chunk_bytes());
     const std::uint64_t size = content.size(node);

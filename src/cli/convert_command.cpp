@@ -32,7 +32,7 @@ namespace tensorfs::cli {
 namespace {
 
 // Decoded chunks kept while converting: enough for the decode-ahead of the tensor being read.
-constexpr std::uint64_t kCacheBudget = std::uint64_t{64} << 20;
+constexpr std::uint64_t kConvertCacheBudget = std::uint64_t{64} << 20;
 // Bytes read from Content and written at a time.
 constexpr std::size_t kStep = std::size_t{4} << 20;
 
@@ -157,7 +157,7 @@ int convert_command(const Arguments& args) {
     }
     const SourceFiles files(source.catalog);
     Stats stats;
-    Content content(source.catalog, source.tree, files, stats, kCacheBudget, &exported);
+    Content content(source.catalog, source.tree, files, stats, kConvertCacheBudget, &exported);
     const Node node{NodeKind::ModelSafetensors};
     const std::uint64_t size = content.size(node);
 

@@ -17,19 +17,12 @@ constexpr std::uint64_t kLargestWindowBytes = 16 * 1024 * 1024;
 // ggml's limit on one string, so that a single string field cannot claim gigabytes of memory.
 constexpr std::uint64_t kMaxStringBytes = std::uint64_t{1} << 30;
 
-[[noreturn]] void refuse(const std::string& path, const std::string& what, std::optional<std::uint64_t> at_byte) {
-    Problems problems;
-    problems.add(path, what, at_byte);
-    problems.throw_if_any();
-    throw InvalidSource({});  // unreachable: throw_if_any threw
-}
-
 }  // namespace
 
 HeaderReader::HeaderReader(const SourceObject& file)
     : file_(file), size_(file.size()), next_window_bytes_(kFirstWindowBytes) {}
 
-void HeaderReader::fail(const std::string& what, std::uint64_t at_byte) const { refuse(path(), what, at_byte); }
+void HeaderReader::fail(const std::string& what, std::uint64_t at_byte) const { throw_problem(path(), what, at_byte); }
 
 std::string HeaderReader::read_string(std::string_view what) {
     const std::uint64_t at = position_;

@@ -23,13 +23,6 @@ const std::uint64_t kPage = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
 // Smaller replies leave their pages mapped: dropping them would cost more than it saves.
 constexpr std::size_t kForgetAtLeast = 64 << 10;
 
-[[noreturn]] void refuse(const std::string& name, const std::string& what) {
-    Problems problems;
-    problems.add(name, what);
-    problems.throw_if_any();
-    throw InvalidSource({});  // unreachable: throw_if_any threw
-}
-
 // A local file, opened once: the mount keeps serving the bytes it was mounted with when the file is later
 // renamed over or deleted. Mapped read-only when it can be, so that replies come straight from the page cache.
 class LocalFile : public SourceObject {
@@ -115,16 +108,16 @@ std::shared_ptr<const SourceObject> LocalFolder::open_if_exists(const std::strin
     const std::string name = name_of(relative);
     const int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) return nullptr;
-    if (fd < 0) refuse(name, std::string("cannot open: ") + std::strerror(errno));
+    if (fd < 0) throw_problem(name, std::string("cannot open: ") + std::strerror(errno));
     struct stat status {};
     if (::fstat(fd, &status) != 0) {
         const int error = errno;
         ::close(fd);
-        refuse(name, std::string("cannot stat: ") + std::strerror(error));
+        throw_problem(name, std::string("cannot stat: ") + std::strerror(error));
     }
     if (!S_ISREG(status.st_mode)) {
         ::close(fd);
-        refuse(name, "not a regular file");
+        throw_problem(name, "not a regular file");
     }
     return std::make_shared<LocalFile>(name, fd, status);
 }
@@ -137,7 +130,7 @@ std::vector<std::string> LocalFolder::list() const {
         std::error_code entry_error;  // a dangling symlink is no regular file, not a reason to refuse the folder
         if (entry.is_regular_file(entry_error)) names.push_back(entry.path().filename().string());
     }
-    if (error) refuse(folder.string(), "cannot list folder: " + error.message());
+    if (error) throw_problem(folder.string(), "cannot list folder: " + error.message());
     std::sort(names.begin(), names.end());
     return names;
 }
@@ -160,7 +153,7 @@ std::vector<std::string> LocalFolder::list_all() const {
             paths.push_back(walk->path().lexically_relative(folder).generic_string());
         }
     }
-    if (error) refuse(folder.string(), "cannot list folder: " + error.message());
+    if (error) throw_problem(folder.string(), "cannot list folder: " + error.message());
     std::sort(paths.begin(), paths.end());
     return paths;
 }

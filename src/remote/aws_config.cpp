@@ -23,10 +23,6 @@ constexpr std::array<std::string_view, 7> kUnsupportedProfileKeys = {
 constexpr std::array<std::string_view, 3> kUnsupportedVariables = {
     "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"};
 
-[[noreturn]] void refuse(const std::string& where, const std::string& what) {
-    throw InvalidSource({Problem{where, what, std::nullopt}});
-}
-
 std::string_view trim(std::string_view text) {
     const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
     while (!text.empty() && space(text.front())) text.remove_prefix(1);
@@ -65,13 +61,13 @@ std::map<std::string, IniSection> read_ini_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         if (::access(path.c_str(), F_OK) != 0) return {};
-        refuse(path, "cannot be read");
+        throw_problem(path, "cannot be read");
     }
     // At most one byte more than allowed is read: the file may be endless (a device, a pipe).
     std::string text(kMaxFileBytes + 1, '\0');
     in.read(text.data(), static_cast<std::streamsize>(text.size()));
     text.resize(static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMaxFileBytes) refuse(path, "is larger than 1 MiB: not an AWS settings file");
+    if (text.size() > kMaxFileBytes) throw_problem(path, "is larger than 1 MiB: not an AWS settings file");
     return parse_ini(text);
 }
 
@@ -106,8 +102,8 @@ std::optional<AwsKeys> keys_of(const IniSection* section, const std::string& fou
     const std::string* secret = find(section, "aws_secret_access_key");
     if (access == nullptr && secret == nullptr) return std::nullopt;
     if (access == nullptr || secret == nullptr) {
-        refuse(found_in, std::string("has ") + (access ? "aws_access_key_id without aws_secret_access_key"
-                                                       : "aws_secret_access_key without aws_access_key_id"));
+        throw_problem(found_in, std::string("has ") + (access ? "aws_access_key_id without aws_secret_access_key"
+                                                              : "aws_secret_access_key without aws_access_key_id"));
     }
     const std::string* token = find(section, "aws_session_token");
     if (token == nullptr) token = find(section, "aws_security_token");
@@ -118,8 +114,8 @@ std::optional<AwsKeys> keys_from_environment(const Environment& environment) {
     const auto access = variable(environment, "AWS_ACCESS_KEY_ID");
     const auto secret = variable(environment, "AWS_SECRET_ACCESS_KEY");
     if (!access && !secret) return std::nullopt;
-    if (!access) refuse("AWS_SECRET_ACCESS_KEY", "is set without AWS_ACCESS_KEY_ID");
-    if (!secret) refuse("AWS_ACCESS_KEY_ID", "is set without AWS_SECRET_ACCESS_KEY");
+    if (!access) throw_problem("AWS_SECRET_ACCESS_KEY", "is set without AWS_ACCESS_KEY_ID");
+    if (!secret) throw_problem("AWS_ACCESS_KEY_ID", "is set without AWS_SECRET_ACCESS_KEY");
     auto token = variable(environment, "AWS_SESSION_TOKEN");
     if (!token) token = variable(environment, "AWS_SECURITY_TOKEN");
     return AwsKeys{*access, *secret, token.value_or(""), "the environment"};
@@ -143,7 +139,7 @@ bool has_control_bytes(const std::string& text) {
 void check_keys(const AwsKeys& keys) {
     if (has_control_bytes(keys.access_key) || has_control_bytes(keys.secret_key) ||
         has_control_bytes(keys.session_token)) {
-        refuse(keys.found_in, "the AWS keys or session token hold control characters");
+        throw_problem(keys.found_in, "the AWS keys or session token hold control characters");
     }
 }
 
@@ -153,7 +149,9 @@ void check_region(const std::string& region, const std::string& found_in) {
                        std::all_of(region.begin(), region.end(), [](unsigned char c) {
                            return std::isalnum(c) || c == '-' || c == '_' || c == '.';
                        });
-    if (!plain) refuse(found_in, "region '" + region + "' is not a region name (letters, digits, '-', '_', '.')");
+    if (!plain) {
+        throw_problem(found_in, "region '" + region + "' is not a region name (letters, digits, '-', '_', '.')");
+    }
 }
 
 std::string endpoint_of(const Environment& environment, const Files& files, const IniSection* profile) {
@@ -228,8 +226,8 @@ AwsSettings read_aws_settings(const Environment& environment) {
     const IniSection* credentials_profile = files.credentials_profile(settings.profile);
     const IniSection* config_profile = files.config_profile(settings.profile);
     if (named_profile && credentials_profile == nullptr && config_profile == nullptr) {
-        refuse(files.config_path, "has no profile '" + settings.profile + "' (named by " + profile_variable +
-                                      "), and " + files.credentials_path + " has none either");
+        throw_problem(files.config_path, "has no profile '" + settings.profile + "' (named by " + profile_variable +
+                                             "), and " + files.credentials_path + " has none either");
     }
 
     settings.keys = keys_from_environment(environment);

@@ -17,25 +17,11 @@
 namespace tensorfs::remote {
 namespace {
 
-constexpr std::string_view kScheme = "hf://";
-constexpr std::size_t kMaxListingBytes = std::size_t{64} << 20;
-constexpr int kMaxListingPages = 1000;
+constexpr std::string_view kHubScheme = "hf://";
+constexpr std::size_t kMaxHubListingBytes = std::size_t{64} << 20;
+constexpr int kMaxHubListingPages = 1000;
 
-[[noreturn]] void refuse(const std::string& name, const std::string& what) {
-    Problems problems;
-    problems.add(name, what);
-    problems.throw_if_any();
-    throw InvalidSource({});  // unreachable: throw_if_any threw
-}
-
-[[noreturn]] void refuse_missing(const std::string& name, const std::string& what) {
-    Problems problems;
-    problems.add_missing(name, what);
-    problems.throw_if_any();
-    throw InvalidSource({});  // unreachable: throw_if_any threw
-}
-
-std::string trimmed(std::string text) {
+std::string stripped(std::string text) {
     const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
     while (!text.empty() && space(text.back())) text.pop_back();
     std::size_t start = 0;
@@ -66,9 +52,9 @@ std::string next_page(const std::string& link) {
 
 HubAddress parse_hub_address(const std::string& source) {
     const auto bad = [&](const std::string& why) {
-        refuse(source, why + "; expected hf://ORG/REPO[@REVISION][/PATH]");
+        throw_problem(source, why + "; expected hf://ORG/REPO[@REVISION][/PATH]");
     };
-    std::string rest = source.substr(kScheme.size());
+    std::string rest = source.substr(kHubScheme.size());
     while (!rest.empty() && rest.back() == '/') rest.pop_back();
     std::vector<std::string> segments;
     for (std::size_t start = 0; start <= rest.size();) {
@@ -106,7 +92,7 @@ std::string hub_endpoint() {
 
 std::optional<std::string> hub_token() {
     for (const char* variable : {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}) {
-        if (const char* token = std::getenv(variable); token != nullptr && *token != '\0') return trimmed(token);
+        if (const char* token = std::getenv(variable); token != nullptr && *token != '\0') return stripped(token);
     }
     std::string file;
     if (const char* home = std::getenv("HF_HOME"); home != nullptr && *home != '\0') {
@@ -121,7 +107,7 @@ std::optional<std::string> hub_token() {
     if (!in) return std::nullopt;
     std::ostringstream text;
     text << in.rdbuf();
-    std::string token = trimmed(text.str());
+    std::string token = stripped(text.str());
     if (token.empty()) return std::nullopt;
     return token;
 }
@@ -138,28 +124,28 @@ std::vector<nlohmann::json> hub_tree(RemoteContext& context, const std::string& 
                       (recursive ? "?recursive=true" : "");
     std::vector<nlohmann::json> files;
     for (int page = 0; !url.empty(); ++page) {
-        if (page == kMaxListingPages) {
-            refuse(name, "the Hub's listing has more than " + std::to_string(page) + " pages");
+        if (page == kMaxHubListingPages) {
+            throw_problem(name, "the Hub's listing has more than " + std::to_string(page) + " pages");
         }
         Request request;
         request.url = url;
-        request.capacity = kMaxListingBytes;
+        request.capacity = kMaxHubListingBytes;
         Response response;
         try {
             response = context.http().send(request);
         } catch (const HttpError& error) {
-            refuse(name, std::string(error.what()) + " (" + without_credentials(url) + ")");
+            throw_problem(name, std::string(error.what()) + " (" + without_credentials(url) + ")");
         }
         const std::string answered = " (" + without_credentials(response.url) + ")";
         if (response.status == 404) {
-            refuse_missing(name,
-                           "no such repository, revision or folder on the Hub: " + response.status_text() + answered);
+            throw_missing(name,
+                          "no such repository, revision or folder on the Hub: " + response.status_text() + answered);
         }
-        if (response.overflow) refuse(name, "the Hub's listing is larger than 64 MiB" + answered);
-        if (!response.ok()) refuse(name, context.refusal(response));
+        if (response.overflow) throw_problem(name, "the Hub's listing is larger than 64 MiB" + answered);
+        if (!response.ok()) throw_problem(name, context.refusal(response));
         auto listing = nlohmann::json::parse(response.body, nullptr, false);
         if (listing.is_discarded() || !listing.is_array()) {
-            refuse(name, "the Hub's listing is not a JSON array of entries" + answered);
+            throw_problem(name, "the Hub's listing is not a JSON array of entries" + answered);
         }
         for (auto& entry : listing) {
             if (!entry.is_object()) continue;
@@ -201,23 +187,26 @@ private:
         Request request;
         request.url = endpoint_ + "/api/models/" + percent_encode(address_.repo, "/") + "/revision/" +
                       percent_encode(address_.revision);
-        request.capacity = kMaxListingBytes;
+        request.capacity = kMaxHubListingBytes;
         Response response;
         try {
             response = context_->http().send(request);
         } catch (const HttpError& error) {
-            refuse(name, std::string(error.what()) + " (" + without_credentials(request.url) + ")");
+            throw_problem(name, std::string(error.what()) + " (" + without_credentials(request.url) + ")");
         }
         const std::string answered = " (" + without_credentials(response.url) + ")";
         if (response.status == 404) {
-            refuse_missing(name, "no such repository or revision on the Hub: " + response.status_text() + answered);
+            throw_missing(name, "no such repository or revision on the Hub: " + response.status_text() + answered);
         }
-        if (response.overflow) refuse(name, "the Hub's answer about the revision is larger than 64 MiB" + answered);
-        if (!response.ok()) refuse(name, context_->refusal(response));
+        if (response.overflow) {
+            throw_problem(name, "the Hub's answer about the revision is larger than 64 MiB" + answered);
+        }
+        if (!response.ok()) throw_problem(name, context_->refusal(response));
         const auto info = nlohmann::json::parse(response.body, nullptr, false);
         const auto sha = info.is_object() ? info.find("sha") : info.end();
         if (sha == info.end() || !sha->is_string() || !is_lowercase_hex(sha->get_ref<const std::string&>(), 40)) {
-            refuse(name, "the Hub's answer about revision '" + address_.revision + "' names no commit" + answered);
+            throw_problem(name,
+                          "the Hub's answer about revision '" + address_.revision + "' names no commit" + answered);
         }
         return sha->get<std::string>();
     }
@@ -277,7 +266,7 @@ HubFolder::HubFolder(std::shared_ptr<RemoteContext> context, std::string endpoin
       checksums_(std::make_shared<LfsChecksums>(context_, endpoint_, address_.repo, commit_, name())) {}
 
 std::string HubFolder::name() const {
-    std::string text = std::string(kScheme) + address_.repo;
+    std::string text = std::string(kHubScheme) + address_.repo;
     if (address_.revision_given) text += "@" + percent_encode(address_.revision);
     if (!address_.path.empty()) text += "/" + address_.path;
     return text;

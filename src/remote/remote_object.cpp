@@ -33,13 +33,6 @@ constexpr std::size_t kMaxQueuedFetches = 1024;
 // from the disk: each block file's read waited on the disk alone, one after another).
 constexpr std::uint64_t kDiskReadAheadBlocks = 16;
 
-[[noreturn]] void refuse(const std::string& name, const std::string& what) {
-    Problems problems;
-    problems.add(name, what);
-    problems.throw_if_any();
-    throw InvalidSource({});  // unreachable: throw_if_any threw
-}
-
 // The threads that fetch ahead of readers, for the whole process, made at the first read-ahead (after a daemon's
 // fork) and ended at exit: a task holds its object only while it runs (its context while it waits). Each context
 // lets at most its max_connections of them fetch at once.
@@ -90,7 +83,7 @@ std::shared_ptr<RemoteObject> RemoteObject::open(std::shared_ptr<RemoteContext> 
     try {
         response = context->http().send(request);
     } catch (const HttpError& error) {
-        refuse(name, error.what());
+        throw_problem(name, error.what());
     }
     const std::string answered_by = without_credentials(response.url);
     Identity identity;
@@ -104,41 +97,45 @@ std::shared_ptr<RemoteObject> RemoteObject::open(std::shared_ptr<RemoteContext> 
     }
     switch (response.status) {
         case 304:
-            if (!known) refuse(name, response.status_text() + " to a request that asked for no condition");
+            if (!known) throw_problem(name, response.status_text() + " to a request that asked for no condition");
             break;
         case 206: {
             const auto total = response.total_size();
             if (!total) {
-                refuse(name, "the server answered a range request without the file's size (" + answered_by + ")");
+                throw_problem(name,
+                              "the server answered a range request without the file's size (" + answered_by + ")");
             }
             identity.size = *total;
             if (response.body_bytes != std::min<std::uint64_t>(kHeadBytes, *total)) {
-                refuse(name, "the server sent " + std::to_string(response.body_bytes) + " bytes for the first " +
-                                 std::to_string(std::min<std::uint64_t>(kHeadBytes, *total)));
+                throw_problem(name, "the server sent " + std::to_string(response.body_bytes) + " bytes for the first " +
+                                        std::to_string(std::min<std::uint64_t>(kHeadBytes, *total)));
             }
             break;
         }
         case 200:
             // The whole file instead of a range: fine for a small file, which the head holds entirely.
             if (response.overflow) {
-                refuse(name, "the server does not serve byte ranges (it answered HTTP 200 with the whole file), "
-                             "and tensorfs fetches only the ranges it reads");
+                throw_problem(name,
+                              "the server does not serve byte ranges (it answered HTTP 200 with the whole file), "
+                              "and tensorfs fetches only the ranges it reads");
             }
             identity.size = response.body_bytes;
             break;
         case 416:
             // No byte 0: an empty file.
             identity.size = response.total_size().value_or(0);
-            if (identity.size != 0) refuse(name, response.status_text() + " for its first bytes (" + answered_by + ")");
+            if (identity.size != 0) {
+                throw_problem(name, response.status_text() + " for its first bytes (" + answered_by + ")");
+            }
             response.body_bytes = 0;
             break;
         case 404:
         case 410:
             // Not there; unless the server names another cause (S3's NoSuchBucket), which is not a missing file.
             if (response.error_code.empty() || response.error_code == "NoSuchKey") return nullptr;
-            refuse(name, context->refusal(response));
+            throw_problem(name, context->refusal(response));
         default:
-            refuse(name, context->refusal(response));
+            throw_problem(name, context->refusal(response));
     }
     head.resize(static_cast<std::size_t>(response.body_bytes));
     identity.etag = response.etag;

@@ -13,14 +13,10 @@
 namespace tensorfs::remote {
 namespace {
 
-constexpr std::string_view kScheme = "s3://";
+constexpr std::string_view kS3Scheme = "s3://";
 // A page holds at most 1,000 keys of at most 1 KiB each.
-constexpr std::size_t kMaxListingBytes = std::size_t{16} << 20;
-constexpr int kMaxListingPages = 10'000;
-
-[[noreturn]] void refuse(const std::string& name, const std::string& what) {
-    throw InvalidSource({Problem{name, what, std::nullopt}});
-}
+constexpr std::size_t kMaxS3ListingBytes = std::size_t{16} << 20;
+constexpr int kMaxS3ListingPages = 10'000;
 
 bool is_bucket_character(unsigned char c) { return std::isalnum(c) || c == '-' || c == '.' || c == '_'; }
 
@@ -83,10 +79,12 @@ struct Advice {
 }  // namespace
 
 S3Address parse_s3_address(const std::string& source) {
-    const std::string rest = source.substr(kScheme.size());
+    const std::string rest = source.substr(kS3Scheme.size());
     const std::size_t slash = rest.find('/');
     S3Address address{rest.substr(0, slash), slash == std::string::npos ? "" : rest.substr(slash + 1)};
-    const auto bad = [&](const std::string& why) { refuse(source, why + "; expected s3://BUCKET/KEY or s3://BUCKET/PREFIX/"); };
+    const auto bad = [&](const std::string& why) {
+        throw_problem(source, why + "; expected s3://BUCKET/KEY or s3://BUCKET/PREFIX/");
+    };
     if (address.bucket.empty()) bad("no bucket named");
     if (address.bucket.size() > 255 ||
         !std::all_of(address.bucket.begin(), address.bucket.end(), [](unsigned char c) { return is_bucket_character(c); })) {
@@ -116,8 +114,9 @@ S3Endpoint::S3Endpoint(const std::string& bucket, const AwsSettings& settings) {
         std::string endpoint = settings.endpoint;
         while (endpoint.ends_with('/')) endpoint.pop_back();
         if (!(endpoint.starts_with("http://") || endpoint.starts_with("https://")) || origin_of(endpoint).empty()) {
-            refuse(endpoint, "is not an http:// or https:// URL for an S3 endpoint (AWS_ENDPOINT_URL_S3, "
-                             "AWS_ENDPOINT_URL or endpoint_url)");
+            throw_problem(endpoint,
+                          "is not an http:// or https:// URL for an S3 endpoint (AWS_ENDPOINT_URL_S3, "
+                          "AWS_ENDPOINT_URL or endpoint_url)");
         }
         bucket_url_ = endpoint + "/" + percent_encode(bucket) + "/";
         path_style_ = true;
@@ -166,7 +165,7 @@ S3Folder::S3Folder(std::shared_ptr<RemoteContext> context, S3Endpoint endpoint, 
       bucket_(std::move(address.bucket)),
       prefix_(std::move(address.key)) {}
 
-std::string S3Folder::name() const { return std::string(kScheme) + bucket_ + "/" + prefix_; }
+std::string S3Folder::name() const { return std::string(kS3Scheme) + bucket_ + "/" + prefix_; }
 
 std::string S3Folder::name_of(const std::string& relative) const { return name() + relative; }
 
@@ -184,23 +183,25 @@ std::vector<std::string> S3Folder::keys(bool recursive) const {
     std::vector<std::string> names;
     std::string continuation;
     for (int page = 0;; ++page) {
-        if (page == kMaxListingPages) refuse(name(), "the listing has more than " + std::to_string(page) + " pages");
+        if (page == kMaxS3ListingPages) {
+            throw_problem(name(), "the listing has more than " + std::to_string(page) + " pages");
+        }
         Request request;
         request.url = endpoint_.listing_url(prefix_, continuation, recursive);
-        request.capacity = kMaxListingBytes;
+        request.capacity = kMaxS3ListingBytes;
         Response response;
         try {
             response = context_->http().send(request);
         } catch (const HttpError& error) {
-            refuse(name(), std::string(error.what()) + " (listing at " + endpoint_.origin() + ")");
+            throw_problem(name(), std::string(error.what()) + " (listing at " + endpoint_.origin() + ")");
         }
-        if (response.overflow) refuse(name(), "a page of the listing is larger than 16 MiB");
-        if (!response.ok()) refuse(name(), context_->refusal(response));
+        if (response.overflow) throw_problem(name(), "a page of the listing is larger than 16 MiB");
+        if (!response.ok()) throw_problem(name(), context_->refusal(response));
         S3ListingPage listed;
         try {
             listed = read_listing_page(response.body);
         } catch (const std::runtime_error& error) {
-            refuse(name(), std::string("the store's answer is not a ListObjectsV2 listing: ") + error.what());
+            throw_problem(name(), std::string("the store's answer is not a ListObjectsV2 listing: ") + error.what());
         }
         for (const auto& key : listed.keys) {
             // The keys right in this folder, as a local folder's listing gives its files (not "PREFIX/" itself,
@@ -210,7 +211,7 @@ std::vector<std::string> S3Folder::keys(bool recursive) const {
             names.push_back(key.substr(prefix_.size()));
         }
         if (listed.next_continuation.empty()) break;
-        if (listed.next_continuation == continuation) refuse(name(), "the store repeats its continuation token");
+        if (listed.next_continuation == continuation) throw_problem(name(), "the store repeats its continuation token");
         continuation = std::move(listed.next_continuation);
     }
     std::sort(names.begin(), names.end());

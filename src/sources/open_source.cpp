@@ -22,13 +22,6 @@ bool ends_with(const std::string& text, std::string_view suffix) {
     return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-[[noreturn]] void refuse(const std::string& file, const std::string& what) {
-    Problems problems;
-    problems.add(file, what);
-    problems.throw_if_any();
-    throw InvalidSource({});  // unreachable: throw_if_any threw
-}
-
 ResolvedSource resolve_local(const std::string& source) {
     const fs::path path(source);
     std::error_code error;
@@ -39,7 +32,7 @@ ResolvedSource resolve_local(const std::string& source) {
         problems.throw_if_any();
     }
     if (fs::is_directory(status)) return {std::make_unique<LocalFolder>(path), {}};
-    if (!fs::is_regular_file(status)) refuse(source, "not a regular file or folder");
+    if (!fs::is_regular_file(status)) throw_problem(source, "not a regular file or folder");
     return {std::make_unique<LocalFolder>(path.parent_path()), path.filename().string()};
 }
 
@@ -49,9 +42,10 @@ Catalog open_file(const SourceFolder& folder, const std::string& file) {
     if (ends_with(file, ".gguf")) return open_gguf(folder, file);
     if (ends_with(file, ".safetensors")) return open_safetensors_files(folder, {file});
     if (!pytorch_checkpoints({file}).empty()) return open_pytorch_files(folder, {file});
-    refuse(folder.name_of(file),
-           "unknown kind of source: expected *.safetensors, *.safetensors.index.json, *.gguf, *.bin, *.pt, *.pth, "
-           "*.bin.index.json or a folder");
+    throw_problem(
+        folder.name_of(file),
+        "unknown kind of source: expected *.safetensors, *.safetensors.index.json, *.gguf, *.bin, *.pt, *.pth, "
+        "*.bin.index.json or a folder");
 }
 
 // The folder rule: the one model that models_in() found in `folder`, an index, a set of files, or a GGUF file or
@@ -61,8 +55,8 @@ Catalog open_folder_model(const SourceFolder& folder, const ModelCandidate& mode
         // open_gguf finds the parts by the first one's header and refuses parts that do not belong together.
         Catalog catalog = open_gguf(folder, model.path);
         if (catalog.files.size() != model.files.size()) {
-            refuse(folder.name(), "folder holds " + std::to_string(model.files.size()) +
-                                      " GGUF files that are not one split model; name the file to mount");
+            throw_problem(folder.name(), "folder holds " + std::to_string(model.files.size()) +
+                                             " GGUF files that are not one split model; name the file to mount");
         }
         return catalog;
     }
@@ -74,7 +68,7 @@ Catalog open_folder_model(const SourceFolder& folder, const ModelCandidate& mode
 // What `-o model=PATH` may name: a file inside the folder.
 void check_model_path(const std::string& source, const std::string& model) {
     if (!is_plain_relative_path(model)) {
-        refuse(source, "model=" + model + " is not a path inside the folder (no leading '/', no '..')");
+        throw_problem(source, "model=" + model + " is not a path inside the folder (no leading '/', no '..')");
     }
 }
 
@@ -87,7 +81,7 @@ ResolvedSource resolve(const std::string& source, const SourceOptions& options) 
 OpenedModel model_of(const ResolvedSource& resolved, const std::string& source, const std::string& model) {
     const SourceFolder& folder = *resolved.folder;
     if (!resolved.file.empty()) {
-        if (!model.empty()) refuse(source, "names a file already: model=" + model + " is for a folder SOURCE");
+        if (!model.empty()) throw_problem(source, "names a file already: model=" + model + " is for a folder SOURCE");
         return {open_file(folder, resolved.file), {}};
     }
     if (!model.empty()) {
@@ -96,8 +90,9 @@ OpenedModel model_of(const ResolvedSource& resolved, const std::string& source, 
     }
     std::vector<ModelCandidate> models = models_in(folder.list());
     if (models.empty()) {
-        refuse(folder.name(), "folder holds no *.safetensors, *.safetensors.index.json, *.bin.index.json, *.bin, *.pt, "
-                              "*.pth or *.gguf file");
+        throw_problem(folder.name(),
+                      "folder holds no *.safetensors, *.safetensors.index.json, *.bin.index.json, *.bin, *.pt, "
+                      "*.pth or *.gguf file");
     }
     if (models.size() > 1) return {std::nullopt, std::move(models)};
     return {open_folder_model(folder, models.front()), {}};
@@ -114,8 +109,8 @@ Catalog chosen_model(const std::string& source, const std::string& model, const 
     if (!opened.catalog) {
         std::string paths;
         for (const auto& candidate : opened.models) paths += (paths.empty() ? "" : ", ") + candidate.path;
-        refuse(shown_source(source), "holds " + std::to_string(opened.models.size()) + " models (" + paths + "); " +
-                                         kHowToPickAModel);
+        throw_problem(shown_source(source),
+                      "holds " + std::to_string(opened.models.size()) + " models (" + paths + "); " + kHowToPickAModel);
     }
     return std::move(*opened.catalog);
 }
