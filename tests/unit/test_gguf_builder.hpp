@@ -21,6 +21,9 @@ enum GgufValueType : std::uint32_t {
     kGgufFloat64 = 12,
 };
 
+// ggml's type id of float32 tensors.
+constexpr std::uint32_t kF32 = 0;
+
 class GgufBuilder {
 public:
     explicit GgufBuilder(std::uint32_t version = 3, std::uint32_t alignment = 32)

@@ -9,10 +9,10 @@
 
 using namespace tensorfs;
 using test::GgufBuilder;
+using test::kF32;
 
 namespace {
 
-constexpr std::uint32_t kF32 = 0;
 constexpr std::uint32_t kQ4_0 = 2;
 constexpr std::uint32_t kQ8_K = 15;
 

@@ -11,10 +11,9 @@
 
 using namespace tensorfs;
 using test::GgufBuilder;
+using test::kF32;
 
 namespace {
-
-constexpr std::uint32_t kF32 = 0;
 
 // Part `no` (from 0) of a set of `count`, holding one F32 tensor of 8 elements named `tensor`.
 std::vector<std::uint8_t> part_bytes(std::uint16_t no, std::uint16_t count, std::int32_t tensors_count,

@@ -5,8 +5,10 @@
 #include <string>
 
 #include "format/pickle_machine.hpp"
+#include "refusal_words.hpp"
 
 using namespace tensorfs;
+using test::check_says;
 using namespace tensorfs::pickle;
 using namespace std::string_literals;  // "..."s keeps the NUL bytes of a pickle
 
@@ -27,10 +29,6 @@ std::string refusal(const std::string& bytes, StorageIds ids = StorageIds::Archi
         return std::string(error.what()) + " @ " + std::to_string(error.at());
     }
     return "accepted";
-}
-
-void check_says(const std::string& refusal, const std::string& words) {
-    BOOST_TEST_CONTEXT(refusal) { BOOST_TEST(refusal.find(words) != std::string::npos); }
 }
 
 // The refusal says `words` about the opcode at byte `at`.

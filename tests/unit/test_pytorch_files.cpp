@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "format/crc32.hpp"
+#include "refusal_words.hpp"
 #include "tensorfs/open_source.hpp"
 #include "test_safetensors_files.hpp"
 #include "test_zip_builder.hpp"
@@ -34,10 +35,6 @@ struct Folder {
         return refusal_of([&] { open_catalog(path); });
     }
 };
-
-void check_says(const std::string& refusal, const std::string& words) {
-    BOOST_TEST_CONTEXT(refusal) { BOOST_TEST(refusal.find(words) != std::string::npos); }
-}
 
 // The archive with the 4 bytes at `at` set to `value` (little-endian).
 std::string patched(std::string bytes, std::size_t at, std::uint32_t value) {

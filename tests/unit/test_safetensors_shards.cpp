@@ -4,11 +4,13 @@
 
 #include <algorithm>
 
+#include "refusal_words.hpp"
 #include "tensorfs/open_source.hpp"
 #include "test_safetensors_files.hpp"
 #include "vectors.hpp"
 
 using namespace tensorfs;
+using test::check_says;
 namespace fs = std::filesystem;
 
 namespace {
@@ -73,10 +75,6 @@ struct ShardedModel {
 };
 
 const char* const kGoodWeightMap = R"("weight_map":{"x":"a.safetensors","y":"a.safetensors","z":"b.safetensors"})";
-
-void check_says(const std::string& refusal, const std::string& says) {
-    BOOST_TEST_CONTEXT(refusal) { BOOST_TEST(refusal.find(says) != std::string::npos); }
-}
 
 }  // namespace
 
