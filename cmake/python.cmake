@@ -9,11 +9,11 @@ find_package(pybind11 2.10 CONFIG REQUIRED)
 
 set(TENSORFS_PYTHON_BUILD_DIR ${CMAKE_CURRENT_BINARY_DIR}/python)
 file(GLOB TENSORFS_PYTHON_SOURCES CONFIGURE_DEPENDS src/python/*.cpp)
-# NO_EXTRAS: no link-time optimization and no stripping of pybind11's own; the visibility stays hidden. A unity
-# build: every source includes pybind11's headers, whose parsing is most of the compile (36 s of CPU against 94 s
-# file by file), in each of CI's builds.
+# NO_EXTRAS: no link-time optimization and no stripping of pybind11's own; the visibility stays hidden. Like every
+# target it compiles in batches (CMakeLists.txt): its sources all include pybind11's headers, whose parsing is most
+# of the compile (36 s of CPU against 94 s file by file).
 pybind11_add_module(tensorfs_python MODULE NO_EXTRAS ${TENSORFS_PYTHON_SOURCES})
-set_target_properties(tensorfs_python PROPERTIES OUTPUT_NAME _tensorfs UNITY_BUILD ON
+set_target_properties(tensorfs_python PROPERTIES OUTPUT_NAME _tensorfs
   LIBRARY_OUTPUT_DIRECTORY ${TENSORFS_PYTHON_BUILD_DIR}/tensorfs)
 target_include_directories(tensorfs_python PRIVATE src)
 # The one engine, the same library the command links; its symbols stay inside the module.
