@@ -51,13 +51,14 @@ class Peers:
         self.source = os.path.join(self.source_dir, "model.safetensors")
         self.length = max(16 * MIB, int(1024 * MIB * scale) // (16 * MIB) * 16 * MIB)
         self.offset = write_input(self.source, self.length)
-        self.image = os.path.join(self.folder, "model.sqfs")
-        subprocess.run(["mksquashfs", self.source_dir, self.image, "-noI", "-noD", "-noF", "-noX", "-no-xattrs",
-                        "-quiet", "-no-progress"], check=True, stdout=subprocess.DEVNULL)
+        # First: it installs the peers (and mksquashfs) where they are missing.
         build = os.path.dirname(bench.tensorfs)
         self.passthrough_hp = subprocess.run([os.path.join(ROOT, "scripts", "fetch-bench-peers"),
                                               os.path.join(build, "peers")],
                                              check=True, capture_output=True, text=True).stdout.strip()
+        self.image = os.path.join(self.folder, "model.sqfs")
+        subprocess.run(["mksquashfs", self.source_dir, self.image, "-noI", "-noD", "-noF", "-noX", "-no-xattrs",
+                        "-quiet", "-no-progress"], check=True, stdout=subprocess.DEVNULL)
         for path in (self.source, self.image):
             bench.warm(path)
 
