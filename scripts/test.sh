@@ -7,12 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 
-# The tested build is the packaged one: build/ gets Debian's flags from package.sh, which compiles and packages
-# the binary, then the tests and benchmarks are built beside it (one compile of the core instead of two).
 # The tests are independent (docs/ci.md) and spend much of their time waiting on the processes they start: one
-# more test than cores keeps both busy (the sanitized suite: 690 s with 2 at a time, 625 s with 3).
+# more test than cores keeps the cores busy (the sanitized suite on 2 cores: 690 s with 2 at a time, 625 s with 3).
 test_jobs=$(( $(nproc) + 1 ))
 
+# The tested build is the packaged one: build/ gets Debian's flags from package.sh, which compiles and packages
+# the binary, then the tests and benchmarks are built beside it (one compile of the core instead of two).
 deb=$(scripts/package.sh build -DBUILD_TESTING=ON)
 scripts/build.sh build
 (cd build && ctest --output-on-failure -j"$test_jobs")
