@@ -11,7 +11,7 @@ import unittest
 import numpy as np
 
 from remote_servers import Nginx, requests_in
-from tensorfs_mount import VECTORS, Mount, run, wait_until
+from tensorfs_mount import VECTORS, Mount, drop_cached_pages, run, wait_until
 from test_remote import BLOCK
 
 # More than a mount keeps in memory (the mounts below get a small --cache-size), so that a pass over the file reads
@@ -118,9 +118,9 @@ class CacheCommand(unittest.TestCase):
 
     def read_big(self, mount):
         """The tensor's raw bytes through the mount (none from the page cache), compared with the file's, by block."""
+        drop_cached_pages(os.path.join(mount.path, "big", "raw"))
         with open(os.path.join(self.data, "big.safetensors"), "rb") as expected, \
                 open(os.path.join(mount.path, "big", "raw"), "rb") as f:
-            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
             expected.seek(self.big_offset)
             for start in range(0, self.big_size, BLOCK):
                 if f.read(BLOCK) != expected.read(BLOCK):

@@ -21,7 +21,7 @@ import unittest
 import numpy as np
 
 import test_s3  # for its S3Model (imported as a module, so that its tests do not run here again)
-from tensorfs_mount import BIN, Mount, daemon_pids, read_file, run, wait_until
+from tensorfs_mount import BIN, Mount, daemon_pids, drop_cached_pages, read_file, run, wait_until
 from remote_servers import HUB_REPO, remote_env
 from test_remote import MIB, MOUNT_REQUESTS, RemoteModel, ranges_of, stats_of, write_safetensors
 
@@ -265,9 +265,7 @@ class Prefetch(RemoteModel):
         self.assertGreater(len(blocks), 8)
         os.sync()
         for path in blocks.values():   # out of the page cache, as after a restart (clean pages: no root needed)
-            fd = os.open(path, os.O_RDONLY)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            os.close(fd)
+            drop_cached_pages(path)
         self.assertEqual([i for i in blocks if resident_bytes(blocks[i]) > 0], [])
         m = self.mount()
         fd = os.open(os.path.join(m.path, "source", "big.safetensors"), os.O_RDONLY)
