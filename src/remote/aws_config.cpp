@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "tensorfs/errors.hpp"
+#include "trim_space.hpp"
 
 namespace tensorfs::remote {
 namespace {
@@ -22,13 +23,6 @@ constexpr std::array<std::string_view, 7> kUnsupportedProfileKeys = {
     "credential_source", "login_session"};
 constexpr std::array<std::string_view, 3> kUnsupportedVariables = {
     "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"};
-
-std::string_view trim(std::string_view text) {
-    const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-    while (!text.empty() && space(text.front())) text.remove_prefix(1);
-    while (!text.empty() && space(text.back())) text.remove_suffix(1);
-    return text;
-}
 
 std::string lower(std::string_view text) {
     std::string out(text);
@@ -71,7 +65,7 @@ std::map<std::string, IniSection> read_ini_file(const std::string& path) {
     return parse_ini(text);
 }
 
-bool is_true(const std::optional<std::string>& value) { return value && lower(trim(*value)) == "true"; }
+bool is_true(const std::optional<std::string>& value) { return value && lower(trim_space(*value)) == "true"; }
 
 const std::string* find(const IniSection* section, const std::string& key) {
     if (section == nullptr) return nullptr;
@@ -182,17 +176,17 @@ std::map<std::string, IniSection> parse_ini(std::string_view text) {
         std::string_view line = text.substr(0, newline);
         text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
         const bool indented = !line.empty() && (line.front() == ' ' || line.front() == '\t');
-        line = trim(line);
+        line = trim_space(line);
         if (line.empty() || line.front() == '#' || line.front() == ';') continue;
         if (line.front() == '[' && line.back() == ']' && !indented) {
-            section = &sections[std::string(trim(line.substr(1, line.size() - 2)))];
+            section = &sections[std::string(trim_space(line.substr(1, line.size() - 2)))];
             parent.clear();
             continue;
         }
         const std::size_t separator = line.find_first_of("=:");
         if (section == nullptr || separator == std::string_view::npos) continue;  // the CLI refuses these files
-        const std::string key = lower(trim(line.substr(0, separator)));
-        const std::string value(trim(line.substr(separator + 1)));
+        const std::string key = lower(trim_space(line.substr(0, separator)));
+        const std::string value(trim_space(line.substr(separator + 1)));
         if (indented && !parent.empty()) {
             (*section)[parent + "." + key] = value;
         } else {

@@ -11,6 +11,7 @@
 
 #include "remote_object.hpp"
 #include "tensorfs/errors.hpp"
+#include "trim_space.hpp"
 #include "url.hpp"
 #include "url_folder.hpp"
 
@@ -20,14 +21,6 @@ namespace {
 constexpr std::string_view kHubScheme = "hf://";
 constexpr std::size_t kMaxHubListingBytes = std::size_t{64} << 20;
 constexpr int kMaxHubListingPages = 1000;
-
-std::string stripped(std::string text) {
-    const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
-    while (!text.empty() && space(text.back())) text.pop_back();
-    std::size_t start = 0;
-    while (start < text.size() && space(text[start])) ++start;
-    return text.substr(start);
-}
 
 bool is_plain_segment(const std::string& segment) {
     return !segment.empty() && segment != "." && segment != "..";
@@ -92,7 +85,7 @@ std::string hub_endpoint() {
 
 std::optional<std::string> hub_token() {
     for (const char* variable : {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}) {
-        if (const char* token = std::getenv(variable); token != nullptr && *token != '\0') return stripped(token);
+        if (const char* token = std::getenv(variable); token != nullptr && *token != '\0') return std::string(trim_space(token));
     }
     std::string file;
     if (const char* home = std::getenv("HF_HOME"); home != nullptr && *home != '\0') {
@@ -107,7 +100,7 @@ std::optional<std::string> hub_token() {
     if (!in) return std::nullopt;
     std::ostringstream text;
     text << in.rdbuf();
-    std::string token = stripped(text.str());
+    std::string token(trim_space(text.str()));
     if (token.empty()) return std::nullopt;
     return token;
 }
