@@ -141,12 +141,16 @@ http {{
 REPORTED_MEMORY = "/sys/module/page_reporting/parameters/reported_kib"
 
 
-def settle_memory(still=1.0, bound=30.0):
+def settle_memory(still=3.0, bound=30.0):
     """Waits until a virtual machine has handed the memory freed so far back to its host (Linux free page reporting,
     which a balloon device enables): until its count of reported memory has not moved for `still` seconds. The
     first touch of such memory costs the guest about ten times that of a page just freed (row L1n), so without this
     a row's time would depend on how long ago the row before it freed its own memory. After it, every row pays for
-    all the memory it takes. Machines without free page reporting return at once."""
+    all the memory it takes. Machines without free page reporting return at once.
+
+    The kernel starts reporting 2 s after memory is freed and goes on in passes 2 s apart (PAGE_REPORTING_DELAY),
+    so the count stands still for up to 2 s before and between passes: a `still` of 1 s returned before the first
+    pass in 2 of 3 tries here (a 1 GiB write right after ran at 6.8 GB/s instead of 0.6), 3 s never did."""
     def reported():
         try:
             with open(REPORTED_MEMORY) as f:
@@ -320,13 +324,15 @@ class Load:
         mountpoint = self.bench.mount(self.model)
         return mountpoint, ["cat", os.path.join(mountpoint, "model.safetensors")]
 
-    def curl_beside_fuse(self, url):
+    def curl_beside_fuse(self, url, cache_write=False):
         """Seconds until one curl of `url` and a cat of a new mount of the local file, started together, have both
         ended: a cold cat's two halves of work (receiving the bytes, serving them through FUSE) on the same cores,
-        with nothing of tensorfs's own between them."""
+        with nothing of tensorfs's own between them. With `cache_write`, the model's bytes are also written to a new
+        file at the same time: the third part of a cold cat with the disk cache (its file's new page cache)."""
         mountpoint, cat = self.local_mount_cat()
+        beside = [self.new_file_command()] if cache_write else []
         try:
-            return seconds_together(["curl", "-sf", "-o", "/dev/null", url], cat)
+            return seconds_together(["curl", "-sf", "-o", "/dev/null", url], cat, *beside)
         finally:
             self.unmount(mountpoint)
 
@@ -451,10 +457,10 @@ class S3Store:
             self.server.stop()
             raise
 
-    def parallel_curl_seconds(self, size, beside=None, part=None):
+    def parallel_curl_seconds(self, size, beside=(), part=None):
         """S3_RANGES `curl --aws-sigv4` of consecutive ranges covering the object, all at once, in one curl process
-        (16 processes, as before, took 0.2-1 s longer for 1 GiB here: their own starts). With `beside`, a command run
-        at the same time: the seconds until both are done. With `part`, ranges of that many bytes instead, S3_RANGES
+        (16 processes, as before, took 0.2-1 s longer for 1 GiB here: their own starts). With `beside`, commands run
+        at the same time: the seconds until all are done. With `part`, ranges of that many bytes instead, S3_RANGES
         of them at a time."""
         import bench_s3
         part = part or -(-size // S3_RANGES)
@@ -464,13 +470,14 @@ class S3Store:
                                for offset in range(0, size, part))
         quiet_machine()
         started = time.monotonic()
-        other = subprocess.Popen(beside, stdout=subprocess.DEVNULL) if beside else None
+        others = [subprocess.Popen(command, stdout=subprocess.DEVNULL) for command in beside]
         try:
             subprocess.run(["curl", "--no-progress-meter", "--parallel", "--parallel-max", str(S3_RANGES),
                             "--config", "-"], input=config, text=True, env=self.env, check=True)
         finally:
-            if other is not None and other.wait() != 0:
-                raise RuntimeError(f"{beside} failed")
+            failed = [command for command, other in zip(beside, others) if other.wait() != 0]
+            if failed:
+                raise RuntimeError(f"{failed[0]} failed")
         return time.monotonic() - started
 
     def cold_cat_seconds(self, load, *options):
@@ -509,7 +516,7 @@ def run(bench, scale):
                                 "rclone_warm", "touch", "rss", "s3", "cat_no_disk", "local_curl", "uncapped_no_disk",
                                 "s3_no_disk", "new_file", "reused_memory", "second_prefetch", "warm_disk", "cat_b2b",
                                 "raws_b2b", "source_b2b", "s3_beside_new_file", "curl_beside_fuse",
-                                "s3_beside_fuse", "s3_mount_ranges")}
+                                "s3_beside_fuse", "s3_mount_ranges", "uncapped_floor", "s3_floor")}
     try:
         s3 = S3Store(model)
         bench.warm(model)
@@ -545,6 +552,7 @@ def run(bench, scale):
             shutil.rmtree(cache)
             rows["uncapped_no_disk"].append((one_curl, uncapped_no_disk))
             rows["curl_beside_fuse"].append((one_curl, load.curl_beside_fuse(uncapped)))
+            rows["uncapped_floor"].append((one_curl, load.curl_beside_fuse(uncapped, cache_write=True)))
             cat_no_disk, cache = load.cold_cat(capped, *NO_DISK_CACHE)
             shutil.rmtree(cache)
             rows["cat_no_disk"].append((aria, cat_no_disk))
@@ -573,10 +581,19 @@ def run(bench, scale):
             rows["s3"].append((s3_curl, s3.cold_cat_seconds(load)))
             rows["s3_no_disk"].append((s3_curl, s3.cold_cat_seconds(load, *NO_DISK_CACHE)))
             rows["s3_mount_ranges"].append((s3_curl, s3.parallel_curl_seconds(load.size, part=MOUNT_RANGE)))
-            rows["s3_beside_new_file"].append((s3_curl, s3.parallel_curl_seconds(load.size, load.new_file_command())))
+            rows["s3_beside_new_file"].append((s3_curl, s3.parallel_curl_seconds(load.size,
+                                                                                  [load.new_file_command()])))
             mountpoint, cat = load.local_mount_cat()
             try:
-                rows["s3_beside_fuse"].append((s3_curl, s3.parallel_curl_seconds(load.size, cat)))
+                rows["s3_beside_fuse"].append((s3_curl, s3.parallel_curl_seconds(load.size, [cat])))
+            finally:
+                load.unmount(mountpoint)
+            # All that a cold cat from S3 cannot avoid, at once: the store's answers in the mount's ranges, serving
+            # the bytes through FUSE, and the disk cache's file.
+            mountpoint, cat = load.local_mount_cat()
+            try:
+                rows["s3_floor"].append((s3_curl, s3.parallel_curl_seconds(
+                    load.size, [cat, load.new_file_command()], part=MOUNT_RANGE)))
             finally:
                 load.unmount(mountpoint)
         scaled = scale_rows(folder, scale, server, load)
@@ -627,12 +644,16 @@ def run(bench, scale):
     speed_row("L3y. cold cat, uncapped, no disk cache / one curl", "uncapped_no_disk", "")
     speed_row("L3f. one curl while the local-file mount is read beside it (a cold cat's two halves at once) / the "
               "curl alone", "curl_beside_fuse", "")
+    speed_row("L3g. L3f with the model's bytes written to a new file beside them too (all a cold cat with the disk "
+              "cache must do, at once) / the curl alone", "uncapped_floor", "")
     speed_row("L10x. cold cat from S3, no disk cache / the same curl ranges", "s3_no_disk", "")
     speed_row("L10b. the same curl while the model's bytes are written to a new file beside it / the curl alone",
               "s3_beside_new_file", "")
     speed_row("L10f. the same curl while the local-file mount is read beside it / the curl alone", "s3_beside_fuse", "")
     speed_row(f"L10r. the same curl in the mount's ranges ({MOUNT_RANGE // MIB} MiB, {S3_RANGES} at once) / in "
               f"{S3_RANGES} ranges: the store's cost per request", "s3_mount_ranges", "")
+    speed_row("L10g. L10r's curl with the local-file mount read and the model's bytes written to a new file beside it "
+              "(all a cold cat from S3 must do, at once) / the curl alone", "s3_floor", "")
     speed_row("L1m. the model's bytes written to a new file (no network) / aria2c -x16", "new_file", "")
     speed_row("L1n. that write on memory just freed / on memory handed back to the host", "reused_memory", "")
 

@@ -175,7 +175,7 @@ def run(bench, scale):
             rows["s3"].append((s3_curl, python.cold_load(s3.url, s3.env)["seconds"]))
             rows["s3_no_disk"].append((s3_curl, python.cold_load(s3.url, s3.env, disk_cache_size=0)["seconds"]))
             rows["s3_beside_new_memory"].append((s3_curl,
-                                                 s3.parallel_curl_seconds(size, python.new_memory_command(size))))
+                                                 s3.parallel_curl_seconds(size, [python.new_memory_command(size)])))
             rows["local"].append((python.child("frombuffer_sums", model)["seconds"],
                                   python.child("get_tensor_sums", model)["seconds"]))
             rows["q4k"].append((cat_f32_seconds(bench, q4k, q4k_names), python.child("get_tensor_f32", q4k)["seconds"]))
