@@ -85,7 +85,9 @@ std::string hub_endpoint() {
 
 std::optional<std::string> hub_token() {
     for (const char* variable : {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}) {
-        if (const char* token = std::getenv(variable); token != nullptr && *token != '\0') return std::string(trim_space(token));
+        if (const char* token = std::getenv(variable); token != nullptr && *token != '\0') {
+            return std::string(trim_space(token));
+        }
     }
     std::string file;
     if (const char* home = std::getenv("HF_HOME"); home != nullptr && *home != '\0') {
