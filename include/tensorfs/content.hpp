@@ -24,16 +24,20 @@ namespace tensorfs {
 
 // The bytes of one read as pieces of memory, for a vectored reply without an extra copy. The memory stays valid
 // while this object lives: it holds the decoded chunks, the rendered text and the source bytes it points into.
+// Made `with_file_spans`, a piece may also be a span of an open file (a remote file's block in its disk cache),
+// for a reply that splices it.
 class ReadPieces {
 public:
-    ReadPieces() = default;
+    explicit ReadPieces(bool with_file_spans = false) : with_file_spans_(with_file_spans) {}
     // Pinned: the pieces may point into text_, which a move could relocate.
     ReadPieces(const ReadPieces&) = delete;
     ReadPieces& operator=(const ReadPieces&) = delete;
 
+    // The pieces in order; one whose iov_base is nullptr is the next of file_spans().
     const std::vector<iovec>& iov() const { return iov_; }
+    const std::vector<SourceObject::FileSpan>& file_spans() const { return file_spans_; }
     std::size_t size() const { return size_; }
-    // Copies all pieces, in order, to `dst` (which has room for size() bytes).
+    // Copies all pieces, in order, to `dst` (which has room for size() bytes). Only without file spans.
     void copy_to(char* dst) const;
 
 private:
@@ -47,8 +51,11 @@ private:
     void add(const void* data, std::size_t length);
     // Room for `length` more bytes held here, added as the next piece; the caller fills it.
     char* add_room(std::size_t length);
+    void add_file_span(SourceObject::FileSpan span);
 
+    const bool with_file_spans_;
     std::vector<iovec> iov_;
+    std::vector<SourceObject::FileSpan> file_spans_;
     std::size_t size_ = 0;
     std::vector<DequantReader::Piece> chunks_;
     std::string text_;

@@ -5,10 +5,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "tensorfs/catalog.hpp"
 #include "tensorfs/model_folder.hpp"
+#include "tensorfs/source_object.hpp"
 
 namespace tensorfs {
 
@@ -53,6 +55,12 @@ public:
     }
     void forget_mapped(std::uint32_t file, std::uint64_t offset, std::size_t length) const {
         files_[file]->forget_mapped(offset, length);
+    }
+
+    // SourceObject::cached_span of file `file`.
+    std::optional<SourceObject::FileSpan> cached_span(std::uint32_t file, std::uint64_t offset,
+                                                      std::size_t length) const {
+        return files_[file]->cached_span(offset, length);
     }
 
 private:

@@ -11,9 +11,26 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tensorfs {
+
+// An open file descriptor, closed with its owner (moved, never copied).
+class OpenFile {
+public:
+    explicit OpenFile(int fd) : fd_(fd) {}
+    ~OpenFile();
+    OpenFile(OpenFile&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    OpenFile& operator=(OpenFile&&) = delete;
+    OpenFile(const OpenFile&) = delete;
+    OpenFile& operator=(const OpenFile&) = delete;
+
+    int fd() const { return fd_; }
+
+private:
+    int fd_;
+};
 
 // One file of a source, opened: its size and identity are fixed when it is opened, and every read is checked
 // against them.
@@ -54,6 +71,18 @@ public:
 
     // Tells that a mapped range was copied and its pages need not stay in this process's page tables.
     virtual void forget_mapped(std::uint64_t offset, std::size_t length) const;
+
+    // Where the first of bytes [offset, offset + length) lie in another local file already (a remote object's block
+    // in its disk cache): that file, open, where in it they begin and how many of them it holds (at least one, at
+    // most `length`), checked to be there. For a reply the kernel splices from that file's page cache, with no copy
+    // in this process. Counts as a read of those bytes by read_in_region (read-ahead, the cache's use). nullopt when
+    // the first byte lies elsewhere: read it then.
+    struct FileSpan {
+        OpenFile file;
+        std::uint64_t offset;
+        std::size_t length;
+    };
+    virtual std::optional<FileSpan> cached_span(std::uint64_t offset, std::size_t length) const;
 
     // Brings bytes [offset, offset + length) into the disk cache ahead of any reader (`tensorfs prefetch`), with as
     // many requests in flight as the source's max_connections, and returns once they are written. `progress` is

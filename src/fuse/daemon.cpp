@@ -7,28 +7,26 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace tensorfs {
-namespace {
 
-constexpr const char* kReadAheadKb = "1024";
-
-}  // namespace
-
-bool wait_and_raise_read_ahead(const std::string& mountpoint) {
+bool wait_and_raise_read_ahead(const std::string& mountpoint, unsigned read_ahead_kb) {
     struct stat root {};
     if (::stat(mountpoint.c_str(), &root) != 0) return false;
     char path[96];
     std::snprintf(path, sizeof path, "/sys/class/bdi/%u:%u/read_ahead_kb", major(root.st_dev), minor(root.st_dev));
     const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0) return true;
-    const ssize_t written = ::write(fd, kReadAheadKb, 4);
+    const std::string value = std::to_string(read_ahead_kb);
+    const ssize_t written = ::write(fd, value.data(), value.size());
     static_cast<void>(written);  // without the right to raise it the mount works, with smaller requests
     ::close(fd);
     return true;
 }
 
-void daemonize_when_mounted(const std::string& mountpoint, const std::function<void()>& unmount) {
+void daemonize_when_mounted(const std::string& mountpoint, unsigned read_ahead_kb,
+                            const std::function<void()>& unmount) {
     std::fflush(nullptr);
     const pid_t child = ::fork();
     if (child < 0) {
@@ -38,7 +36,7 @@ void daemonize_when_mounted(const std::string& mountpoint, const std::function<v
     if (child > 0) {
         // Exit like libfuse's own daemonize does, without running this process's destructors: the daemon owns
         // the mount now (or died, and then leaves no dead mount behind).
-        if (wait_and_raise_read_ahead(mountpoint)) std::_Exit(0);
+        if (wait_and_raise_read_ahead(mountpoint, read_ahead_kb)) std::_Exit(0);
         std::fprintf(stderr, "tensorfs: the daemon serving %s ended before answering\n", mountpoint.c_str());
         unmount();
         std::_Exit(2);

@@ -8,14 +8,15 @@
 namespace tensorfs {
 
 // Waits until the mount at `mountpoint` answers (a stat of its root, which its server must be serving already),
-// then raises its read-ahead to 1 MiB so that sequential reads reach the server as 1 MiB requests (the kernel
-// starts at 128 KiB and lowers, never raises, the value to what the server's init reply allows; only root may
-// raise it, after init). Returns false when the mount failed to answer; a refused raise is ignored.
-bool wait_and_raise_read_ahead(const std::string& mountpoint);
+// then raises its read-ahead to `read_ahead_kb` so that sequential reads reach the server as large requests (the
+// kernel starts at 128 KiB and lowers, never raises, the value to what the server's init reply allows; only root
+// may raise it, after init). Returns false when the mount failed to answer; a refused raise is ignored.
+bool wait_and_raise_read_ahead(const std::string& mountpoint, unsigned read_ahead_kb);
 
 // Forks. Returns in the child, which becomes the daemon (new session, working folder "/", standard streams on
 // /dev/null). The parent never returns: it exits with 0 once the mount answers (see wait_and_raise_read_ahead),
 // or runs `unmount` and exits with 2 if the daemon died first.
-void daemonize_when_mounted(const std::string& mountpoint, const std::function<void()>& unmount);
+void daemonize_when_mounted(const std::string& mountpoint, unsigned read_ahead_kb,
+                            const std::function<void()>& unmount);
 
 }  // namespace tensorfs

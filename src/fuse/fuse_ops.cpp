@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <vector>
@@ -32,7 +33,7 @@ constexpr double kCacheSeconds = 1e9;
 // buffer (1 MiB there made the kernel allocate and map 256 pages for every folder a walk opened).
 constexpr blksize_t kRootBlockSize = 1 << 20;
 constexpr blksize_t kFolderBlockSize = 4096;
-// Files: the largest read the kernel sends.
+// Files: the size readers are told to read in.
 constexpr blksize_t kFileBlockSize = 1 << 20;
 
 // The largest read of `raw` the loop's thread answers itself (when its pages are in the page cache).
@@ -97,6 +98,9 @@ void op_init(void* userdata, fuse_conn_info* conn) {
     // Many reads in flight at once (readahead windows of several readers), each served by its own thread.
     conn->max_background = 128;
     conn->congestion_threshold = 96;
+    conn->max_read = fs.max_read;  // as the mount's options said (libfuse checks)
+    // Replies from a file (a remote file's disk cache) are spliced, not copied through this process.
+    if (conn->capable & FUSE_CAP_SPLICE_WRITE) conn->want |= FUSE_CAP_SPLICE_WRITE;
     // Contents never change: no need to compare mtimes to drop cached pages.
     conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
     // Always readdirplus: `ls -l` of a 100,000-entry root then needs no lookup per entry. (In "auto" mode the
@@ -174,19 +178,50 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     count_reply(fs, fuse_reply_open(req, fi));
 }
 
-// raw (and a view in the tensor's own encoding): straight from the mapping of the source, so the kernel copies
-// the bytes once, from the page cache into the reply (measured as fast as pread into a buffer and a reply from
-// it, without that extra copy); read into a buffer when the file is not mapped (remote files).
-void reply_from_source(fuse_req_t req, Filesystem& fs, const Content::FileSlice& slice) {
-    if (const char* mapped = fs.files.mapped(slice.file, slice.offset, slice.length)) {
-        count_reply(fs, fuse_reply_buf(req, mapped, slice.length));
-        fs.files.forget_mapped(slice.file, slice.offset, slice.length);
-        return;
+// raw (and a view in the tensor's own encoding) of a mapped source: straight from the mapping, so the kernel copies
+// the bytes once, from the page cache into the reply (measured as fast as pread into a buffer and a reply from it,
+// without that extra copy). False when the bytes are not mapped (remote files).
+bool replied_from_mapping(fuse_req_t req, Filesystem& fs, Node node, off_t off, size_t size) {
+    const auto slice = fs.content.source_range(node, static_cast<std::uint64_t>(off), size);
+    if (!slice) return false;
+    const char* mapped = fs.files.mapped(slice->file, slice->offset, slice->length);
+    if (mapped == nullptr) return false;
+    fs.content.count_source_read(node, *slice);
+    count_reply(fs, fuse_reply_buf(req, mapped, slice->length));
+    fs.files.forget_mapped(slice->file, slice->offset, slice->length);
+    return true;
+}
+
+// A reply of the pieces. Spans of the disk cache's files are spliced from them: the kernel copies their bytes once,
+// from its page cache into the reply, where a read into memory and a reply from there copied them twice (libfuse
+// reads them into a buffer itself when the kernel cannot splice, or its pipe cannot hold the reply).
+void reply_pieces(fuse_req_t req, Filesystem& fs, const ReadPieces& pieces) {
+    const auto& iov = pieces.iov();
+    if (iov.empty()) return count_reply(fs, fuse_reply_buf(req, nullptr, 0));
+    if (pieces.file_spans().empty()) {
+        return count_reply(fs, fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size())));
     }
-    thread_local std::vector<char> buffer;
-    if (buffer.size() < slice.length) buffer.resize(slice.length);
-    fs.content.read_slice(slice, buffer.data());
-    count_reply(fs, fuse_reply_buf(req, buffer.data(), slice.length));
+    // fuse_bufvec ends in an array of one buffer that holds as many as `count` says.
+    std::vector<std::max_align_t> storage(
+        (sizeof(fuse_bufvec) + (iov.size() - 1) * sizeof(fuse_buf) + sizeof(std::max_align_t) - 1) /
+        sizeof(std::max_align_t));
+    auto* data = new (storage.data()) fuse_bufvec{};
+    data->count = iov.size();
+    auto span = pieces.file_spans().begin();
+    for (std::size_t i = 0; i < iov.size(); ++i) {
+        fuse_buf& buf = data->buf[i];
+        buf = fuse_buf{};
+        buf.size = iov[i].iov_len;
+        if (iov[i].iov_base != nullptr) {
+            buf.mem = iov[i].iov_base;
+        } else {
+            buf.flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+            buf.fd = span->file.fd();
+            buf.pos = static_cast<off_t>(span->offset);
+            ++span;
+        }
+    }
+    count_reply(fs, fuse_reply_data(req, data, fuse_buf_copy_flags{}));
 }
 
 void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info*) {
@@ -225,14 +260,10 @@ void serve_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, std::chr
     if (!node) return (void)fuse_reply_err(req, ENOENT);
     answer(req, [&] {
         if (off < 0) return (void)fuse_reply_err(req, EINVAL);
-        if (const auto slice = fs.content.source_slice(*node, static_cast<std::uint64_t>(off), size)) {
-            return reply_from_source(req, fs, *slice);
-        }
-        ReadPieces pieces;
+        if (replied_from_mapping(req, fs, *node, off, size)) return;
+        ReadPieces pieces(true);
         fs.content.read_pieces(*node, static_cast<std::uint64_t>(off), size, pieces);
-        const auto& iov = pieces.iov();
-        count_reply(fs, iov.empty() ? fuse_reply_buf(req, nullptr, 0)
-                                    : fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size())));
+        reply_pieces(req, fs, pieces);
     });
     observe_latency(fs, node->kind, arrived);
 }

@@ -23,6 +23,8 @@ struct Filesystem {
     struct timespec mtime;       // of the (first) source file; the tree shows it for every node
     uid_t uid;
     gid_t gid;
+    // The largest read the kernel may send (the max_read mount option), told to libfuse at init.
+    unsigned max_read = 0;
     // Set at init when the kernel opens folders without an opendir request (then it is never sent one).
     bool kernel_opens_folders = false;
     // Where reads are served; nullptr: on the thread that took the request.

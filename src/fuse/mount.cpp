@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +22,7 @@
 #include <optional>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -39,6 +42,32 @@ namespace {
 
 // Threads serving reads (`threads=N`).
 constexpr unsigned kDefaultThreads = 16;
+
+// The largest read the kernel sends, unless max_read=N says otherwise: 1 MiB less 32 KiB, so that a reply from the
+// disk cache's files, with its header and a few pieces, fits the 1 MiB pipe through which libfuse splices it (a
+// process without CAP_SYS_RESOURCE cannot make a pipe larger than /proc/sys/fs/pipe-max-size, 1 MiB by default).
+// With 1 MiB reads, libfuse read every such reply into a buffer and copied it from there.
+constexpr unsigned kDefaultMaxRead = (1u << 20) - (32u << 10);
+
+// The max_read=N among the options libfuse takes, else the default: init() must tell libfuse the same.
+unsigned max_read_of(const std::vector<std::string>& fuse_options) {
+    constexpr std::string_view kName = "max_read=";
+    unsigned max_read = kDefaultMaxRead;
+    for (const auto& option : fuse_options) {
+        if (!option.starts_with(kName)) continue;
+        // libfuse itself refuses a value that is not a number.
+        std::from_chars(option.data() + kName.size(), option.data() + option.size(), max_read);
+    }
+    return max_read;
+}
+
+// The kernel's read-ahead for the mount: a whole number of max_read requests, about 1 MiB, so that each window
+// reaches the server as whole requests (a window of 1 MiB with 992 KiB reads came as a read and a 32 KiB one after
+// it, which looked like a sequential reader and opened the remote read-ahead for one random touch).
+unsigned read_ahead_kb(unsigned max_read) {
+    const unsigned requests = std::max(1u, (1u << 20) / std::max(max_read, 4096u));
+    return requests * std::max(max_read, 4096u) / 1024;
+}
 
 // Options every tensorfs mount has: read-only, and named after its source in /proc/mounts.
 std::string fixed_fuse_options(const std::string& source) {
@@ -178,7 +207,9 @@ int run_mount(const MountOptions& options) {
     Filesystem filesystem{*tree, content, *files, total_bytes, mount_time(*catalog, *folder), ::getuid(), ::getgid()};
 
     FuseArgs args;
-    args.strings = {"tensorfs", "-o", fixed_fuse_options(shown_source(options.source))};
+    filesystem.max_read = max_read_of(options.fuse_options);
+    args.strings = {"tensorfs", "-o", fixed_fuse_options(shown_source(options.source)), "-o",
+                    "max_read=" + std::to_string(kDefaultMaxRead)};
     for (const auto& option : options.fuse_options) {
         args.strings.push_back("-o");
         args.strings.push_back(option);
@@ -206,10 +237,13 @@ int run_mount(const MountOptions& options) {
     // The mount exists now. Without -f the command's process returns once the daemon answers; with -f a helper
     // thread waits for the loop to answer to raise the read-ahead.
     if (options.foreground) {
-        start_threads_blocking_exit_signals([&] { std::thread(wait_and_raise_read_ahead, mountpoint).detach(); });
+        start_threads_blocking_exit_signals([&] {
+            std::thread(wait_and_raise_read_ahead, mountpoint, read_ahead_kb(filesystem.max_read)).detach();
+        });
         if (::chdir("/") != 0) std::perror("tensorfs: chdir /");
     } else {
-        daemonize_when_mounted(mountpoint, [session] { fuse_session_unmount(session); });
+        daemonize_when_mounted(mountpoint, read_ahead_kb(filesystem.max_read),
+                               [session] { fuse_session_unmount(session); });
     }
     const int loop_result = serve(session, filesystem, options);
     fuse_session_unmount(session);

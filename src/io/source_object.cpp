@@ -1,8 +1,14 @@
 #include "tensorfs/source_object.hpp"
 
+#include <unistd.h>
+
 #include "tensorfs/errors.hpp"
 
 namespace tensorfs {
+
+OpenFile::~OpenFile() {
+    if (fd_ >= 0) ::close(fd_);
+}
 
 void SourceObject::read_in_region(std::uint64_t offset, std::size_t length, void* dst, std::uint64_t,
                                   std::uint64_t) const {
@@ -14,6 +20,10 @@ const char* SourceObject::mapped(std::uint64_t, std::size_t) const { return null
 bool SourceObject::read_if_cached(std::uint64_t, std::size_t, void*) const { return false; }
 
 void SourceObject::forget_mapped(std::uint64_t, std::size_t) const {}
+
+std::optional<SourceObject::FileSpan> SourceObject::cached_span(std::uint64_t, std::size_t) const {
+    return std::nullopt;
+}
 
 std::uint64_t SourceObject::fill_cache(std::uint64_t, std::uint64_t length, const Progress& progress) const {
     if (progress) progress(length);

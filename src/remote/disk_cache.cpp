@@ -41,6 +41,10 @@ constexpr auto kStaleTemporary = std::chrono::minutes(10);
 // 0.9-1.1 s (docs/benchmarks.md, "Disk cache writes in 128 KiB pieces"); elsewhere the extra calls cost little.
 constexpr std::size_t kWritePiece = std::size_t{128} << 10;
 
+fs::path block_file(const fs::path& object, std::uint64_t index) {
+    return object / (std::to_string(index) + kBlockSuffix);
+}
+
 std::atomic<std::uint64_t> temporary_serial{0};
 
 // 128 bits of FNV-1a with two different bases, each finished with splitmix64's mixer: file names for keys, with
@@ -276,31 +280,38 @@ bool DiskCache::read(const fs::path& object, std::uint64_t index, char* dst, std
     return read_part(object, index, length, 0, dst, length, true);
 }
 
+std::optional<OpenFile> DiskCache::open_block(const fs::path& object, std::uint64_t index, std::size_t block_length,
+                                              bool touch) {
+    const fs::path path = block_file(object, index);
+    OpenFile file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (file.fd() < 0) return std::nullopt;
+    struct stat status {};
+    if (::fstat(file.fd(), &status) != 0 || static_cast<std::uint64_t>(status.st_size) != block_length) {
+        ::unlink(path.c_str());  // not what a finished block looks like: never serve it
+        return std::nullopt;
+    }
+    if (touch) ::futimens(file.fd(), nullptr);  // now the most recently used: eviction goes by mtime
+    return file;
+}
+
 bool DiskCache::read_part(const fs::path& object, std::uint64_t index, std::size_t block_length, std::size_t from,
                           char* dst, std::size_t length, bool touch) {
-    const fs::path path = object / (std::to_string(index) + kBlockSuffix);
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    struct stat status {};
-    bool whole = ::fstat(fd, &status) == 0 && static_cast<std::uint64_t>(status.st_size) == block_length;
-    std::size_t done = 0;
-    while (whole && done < length) {
-        const ssize_t got = ::pread(fd, dst + done, length - done, static_cast<off_t>(from + done));
+    const std::optional<OpenFile> file = open_block(object, index, block_length, touch);
+    if (!file) return false;
+    for (std::size_t done = 0; done < length;) {
+        const ssize_t got = ::pread(file->fd(), dst + done, length - done, static_cast<off_t>(from + done));
         if (got < 0 && errno == EINTR) continue;
-        whole = got > 0;
-        if (whole) done += static_cast<std::size_t>(got);
+        if (got <= 0) {
+            ::unlink(block_file(object, index).c_str());  // unreadable: never serve it
+            return false;
+        }
+        done += static_cast<std::size_t>(got);
     }
-    if (!whole) {
-        ::unlink(path.c_str());  // not what a finished block looks like: never serve it
-    } else if (touch) {
-        ::futimens(fd, nullptr);  // now the most recently used: eviction goes by mtime
-    }
-    ::close(fd);
-    return whole;
+    return true;
 }
 
 void DiskCache::read_ahead(const fs::path& object, std::uint64_t index) const {
-    const int fd = ::open((object / (std::to_string(index) + kBlockSuffix)).c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(block_file(object, index).c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return;
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
     ::close(fd);
@@ -308,7 +319,7 @@ void DiskCache::read_ahead(const fs::path& object, std::uint64_t index) const {
 
 bool DiskCache::has(const fs::path& object, std::uint64_t index, std::size_t block_length) const {
     struct stat status {};
-    const fs::path path = object / (std::to_string(index) + kBlockSuffix);
+    const fs::path path = block_file(object, index);
     return ::stat(path.c_str(), &status) == 0 && static_cast<std::uint64_t>(status.st_size) == block_length;
 }
 
@@ -323,7 +334,7 @@ void DiskCache::remove_object(const fs::path& object) {
 }
 
 void DiskCache::write(const fs::path& object, std::uint64_t index, const char* data, std::size_t length) {
-    const fs::path path = object / (std::to_string(index) + kBlockSuffix);
+    const fs::path path = block_file(object, index);
     if (!publish(path, data, length, direct_)) {
         // The object's folder may have been evicted by another process: make it again, once.
         std::error_code error;
@@ -398,7 +409,7 @@ std::optional<std::size_t> DiskCache::piece_begin(const fs::path& object, std::u
 
 bool DiskCache::has_block_file(const fs::path& object, std::uint64_t index) const {
     struct stat status {};
-    return ::stat((object / (std::to_string(index) + kBlockSuffix)).c_str(), &status) == 0;
+    return ::stat(block_file(object, index).c_str(), &status) == 0;
 }
 
 void DiskCache::count_written(std::uint64_t bytes) {

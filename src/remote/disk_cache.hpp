@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "block.hpp"
+#include "tensorfs/source_object.hpp"
 
 namespace tensorfs::remote {
 
@@ -69,6 +70,11 @@ public:
     // of another length is removed). `touch` marks it used (eviction goes by least recent use).
     bool read_part(const std::filesystem::path& object, std::uint64_t index, std::size_t block_length,
                    std::size_t from, char* dst, std::size_t length, bool touch);
+
+    // Block `index`'s file, open for reading, when it is there whole (`block_length` bytes; one of another length is
+    // removed, as read_part does). `touch` marks it used. nullopt when it is not there.
+    std::optional<OpenFile> open_block(const std::filesystem::path& object, std::uint64_t index,
+                                       std::size_t block_length, bool touch);
 
     // Asks the kernel to start reading block `index`'s file into the page cache, so that a reader that gets to it
     // later finds it there instead of waiting on the disk. A hint: a block not there is skipped.

@@ -200,18 +200,43 @@ void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void
     if (length == 0) return;
     if (offset > size() || length > size() - offset) throw IoError(name(), "read past the end of the file");
     const Deadline deadline = read_deadline();
-    drop_head();
-    const Follow followed = follow(offset, offset + length);
-    // No read-ahead for a read that waited its whole timeout for a worker already, nor while the server is silent.
-    if (followed.ahead > 0 && std::chrono::steady_clock::now() < deadline && !context_->silent()) {
-        read_ahead(followed);
-    }
-
     const std::uint64_t end = offset + length;
+    const Follow followed = begin_read(offset, end, deadline);
     // A read that is not sequential (yet) fetches its whole block when it lies inside one (at most a block, and
     // the block lands in the disk cache), else exactly its bytes (never two blocks for one small read).
     const bool exact = followed.ahead == 0 && offset / kBlockBytes != (end - 1) / kBlockBytes;
     read_blocks(offset, length, static_cast<char*>(dst), exact, deadline, DiskWrite::Later);
+}
+
+RemoteObject::Follow RemoteObject::begin_read(std::uint64_t offset, std::uint64_t end, Deadline deadline) const {
+    drop_head();
+    const Follow followed = follow(offset, end);
+    // No read-ahead for a read that waited its whole timeout for a worker already, nor while the server is silent.
+    if (followed.ahead > 0 && std::chrono::steady_clock::now() < deadline && !context_->silent()) {
+        read_ahead(followed);
+    }
+    return followed;
+}
+
+std::optional<SourceObject::FileSpan> RemoteObject::cached_span(std::uint64_t offset, std::size_t length) const {
+    const std::uint64_t index = offset / kBlockBytes;
+    const std::uint64_t from = offset - index * kBlockBytes;
+    if (length == 0 || !cache_folder() || offset >= size()) return std::nullopt;
+    length = std::min<std::size_t>(length, block_length(index) - from);
+    // A block in memory (or on its way there) is served from there, as read_in_region would.
+    if (context_->find(serial_, index).valid() || !on_disk(index)) return std::nullopt;
+    const bool touch = disk_state_[index].load() != 1;
+    std::optional<OpenFile> file =
+        context_->disk().open_block(*cache_folder(), index, block_length(index), touch);
+    if (!file) {
+        disk_state_[index] = 2;  // evicted meanwhile
+        return std::nullopt;
+    }
+    // Counted as a read only now that it is served from the file: otherwise read_in_region follows it.
+    begin_read(offset, offset + length, read_deadline());
+    if (disk_state_[index].exchange(1) != 1) read_ahead_on_disk(index);
+    context_->counters().disk_cache_hits.add(1);
+    return FileSpan{std::move(*file), from, length};
 }
 
 void RemoteObject::read_blocks(std::uint64_t offset, std::size_t length, char* out, bool exact,

@@ -84,6 +84,10 @@ public:
     RemoteObject(std::shared_ptr<RemoteContext> context, std::string name, std::string url, Identity identity,
                  std::string head);
 
+    // The bytes up to the end of the first one's block, when the disk cache has that block and this process does
+    // not hold it in memory.
+    std::optional<FileSpan> cached_span(std::uint64_t offset, std::size_t length) const override;
+
     std::uint64_t fill_cache(std::uint64_t offset, std::uint64_t length, const Progress& progress) const override;
 
     // Where check_published_checksum() finds the checksum to compare with (the Hub's listing, an S3 HEAD); set by
@@ -123,6 +127,9 @@ private:
         std::uint64_t scheduled = 0;
     };
     Follow follow(std::uint64_t offset, std::uint64_t end) const;
+    // What every read of a reader's bytes does first: lets the head go, follows the reader's stream and starts the
+    // read-ahead it calls for (unless the read is late already or the server silent). Returns what follow() learned.
+    Follow begin_read(std::uint64_t offset, std::uint64_t end, Deadline deadline) const;
     // Lets the first bytes fetched at open go, as a piece of block 0 (see head_); returns their count when they were
     // the whole block 0 (a small file), else 0.
     std::size_t drop_head() const;

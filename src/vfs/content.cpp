@@ -47,7 +47,14 @@ char* ReadPieces::add_room(std::size_t length) {
     return room;
 }
 
+void ReadPieces::add_file_span(SourceObject::FileSpan span) {
+    iov_.push_back(iovec{nullptr, span.length});
+    size_ += span.length;
+    file_spans_.push_back(std::move(span));
+}
+
 void ReadPieces::copy_to(char* dst) const {
+    if (!file_spans_.empty()) throw std::logic_error("ReadPieces: file spans are not copied");
     for (const iovec& piece : iov_) {
         std::memcpy(dst, piece.iov_base, piece.iov_len);
         dst += piece.iov_len;
@@ -173,9 +180,18 @@ void Content::add_text(const std::string& text, std::uint64_t offset, std::size_
 }
 
 void Content::add_source_bytes(const FileSlice& slice, ReadPieces& pieces) const {
+    FileSlice rest = slice;
+    // Spans of the disk cache's files where the bytes are there, for a reply that splices them.
+    while (pieces.with_file_spans_ && rest.length > 0) {
+        auto span = files_.cached_span(rest.file, rest.offset, rest.length);
+        if (!span) break;
+        rest.offset += span->length;
+        rest.length -= span->length;
+        pieces.add_file_span(std::move(*span));
+    }
     // Read, never copied from a mapping: a file truncated since the mount must give an error, not a SIGBUS in
     // this process.
-    if (slice.length > 0) read_slice(slice, pieces.add_room(slice.length));
+    if (rest.length > 0) read_slice(rest, pieces.add_room(rest.length));
 }
 
 void Content::add_values(std::uint32_t tensor, ValueView view, std::uint64_t offset, std::size_t length,

@@ -487,6 +487,22 @@ class BareFormMountOptions(unittest.TestCase):
                 if is_mounted(tmp):
                     unmount(tmp)
 
+    def test_max_read_is_taken(self):
+        # libfuse refuses a session whose init names another max_read than the mount's options.
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                result = run(self.SOURCE, tmp, "-o", "max_read=65536")
+                self.assertEqual(result.returncode, 0, result.stderr)
+                with open("/proc/self/mountinfo") as f:
+                    [line] = [line for line in f if line.split()[4] == os.path.realpath(tmp)]
+                self.assertIn("max_read=65536", line.split()[-1].split(","))  # the superblock's options
+                with open(os.path.join(tmp, "source", os.path.basename(self.SOURCE)), "rb") as served, \
+                        open(self.SOURCE, "rb") as source:
+                    self.assertTrue(served.read() == source.read())
+            finally:
+                if is_mounted(tmp):
+                    unmount(tmp)
+
     def test_unknown_options_are_one_clear_line(self):
         with tempfile.TemporaryDirectory() as tmp:
             for options, message in [("ro,bogus", "unknown mount option 'bogus'"),

@@ -323,6 +323,28 @@ class DiskCache(RemoteModel):
         self.assertEqual(stats_of(m)["bytes_fetched"], 0)
         self.assertGreaterEqual(stats_of(m)["disk_cache_hits"], 40 * MIB // BLOCK)
 
+    def test_a_remount_serves_the_whole_model_from_the_disk_cache_byte_for_byte(self):
+        m = self.mount()
+        read_file(os.path.join(m.path, "model.safetensors"))
+        self.unmount_and_wait(m)
+        m = self.mount()
+        # model.safetensors' header is not the source's length, so its reads straddle the cache's blocks; raw's
+        # replies are whole blocks and parts of them: both come from the cache's files (spliced where the kernel
+        # can), each byte where the source has it.
+        model = read_file(os.path.join(m.path, "model.safetensors"))
+        raws = {name: read_file(m.tensor(name, "raw")) for name in self.spans}
+        self.assertEqual(stats_of(m)["bytes_fetched"], 0)
+        self.assertGreaterEqual(stats_of(m)["disk_cache_hits"], len(self.bytes) // BLOCK)
+        (header_length,) = struct.unpack("<Q", model[:8])
+        header = json.loads(model[8:8 + header_length])
+        self.assertEqual(set(header) - {"__metadata__"}, set(self.spans))
+        data = model[8 + header_length:]
+        self.assertEqual(len(data), sum(size for _, size in self.spans.values()))
+        for name in self.spans:
+            begin, end = header[name]["data_offsets"]
+            self.assertTrue(data[begin:end] == self.raw_of(name), f"{name} in model.safetensors")
+            self.assertTrue(raws[name] == self.raw_of(name), f"{name}/raw")
+
     def test_bytes_an_exact_read_fetched_are_kept_across_mounts_and_fetched_once(self):
         # A read across a block edge that is not part of a sequential stream is fetched exactly. Its bytes go to the
         # disk cache as pieces of the two blocks: the same read through a new mount asks for nothing, and a reader
