@@ -25,6 +25,6 @@ lintian --fail-on error,warning "$deb"
 scripts/package-smoke.sh "$deb"  # removes the package again: the tests below run the build folders' binaries
 
 scripts/build.sh build-asan -DTENSORFS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$test_jobs")
+(cd build-asan && ctest --output-on-failure -j"$test_jobs")  # the sanitizers' options: tests/CMakeLists.txt
 scripts/fuzz.sh 20  # every libFuzzer target (8) for 20 s, one per core at a time, with ASan + UBSan (clang);
                     # fails on any finding
