@@ -23,7 +23,11 @@ vectors=tests/data/vectors
 pytorch=tests/data/pytorch/malformed
 
 CC=clang CXX=clang++ cmake -S . -B "$build" -DTENSORFS_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
-cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
+if [ $# -eq 0 ]; then
+  cmake --build "$build" -j"$(nproc)" --target fuzz_targets  # every target, built in parallel
+else
+  cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
+fi
 
 # The seed files of a target, listed one per line.
 seeds_of() {
