@@ -1,0 +1,35 @@
+// The kernels of tensorfs/quantized_kernels.hpp that each path runs, and the ones this process uses: those of the
+// path every other decode takes (active_kernel_path(): the widest the CPU has, or a lower one TENSORFS_KERNELS asks
+// for).
+#include "tensorfs/quantized_kernels.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+
+#include "quantized_variants.hpp"
+#include "tensorfs/dtype.hpp"
+
+namespace tensorfs {
+namespace {
+
+bool quantized_portable_runs() { return true; }
+
+// In the order of KernelPath, which indexes it; a path without kernels of its own here runs the widest below it.
+constexpr std::array kQuantizedVariants{
+    QuantizedKernels{"portable", quantized_portable_runs, quantized::portable::fp8_e4m3_scaled,
+                     quantized::portable::nvfp4_scaled, quantized::portable::mxfp4_scaled,
+                     quantized::portable::packed_along_row, quantized::portable::field_of_words,
+                     quantized::portable::awq_row, quantized::portable::transpose},
+};
+
+}  // namespace
+
+const QuantizedKernels& active_quantized_kernels() {
+    const auto path = static_cast<std::size_t>(active_kernel_path());
+    return kQuantizedVariants[std::min(path, kQuantizedVariants.size() - 1)];
+}
+
+std::span<const QuantizedKernels> quantized_kernel_variants() { return kQuantizedVariants; }
+
+}  // namespace tensorfs
