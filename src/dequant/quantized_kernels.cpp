@@ -15,12 +15,19 @@ namespace {
 
 bool quantized_portable_runs() { return true; }
 
+// The extensions quantized_avx2.cpp is compiled for, as kernel_path.cpp checks them (every x86 CPU with AVX2 and
+// FMA has F16C; __builtin_cpu_supports also checks that the operating system saves the wider registers).
+bool quantized_avx2_runs() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+
 // In the order of KernelPath, which indexes it; a path without kernels of its own here runs the widest below it.
 constexpr std::array kQuantizedVariants{
     QuantizedKernels{"portable", quantized_portable_runs, quantized::portable::fp8_e4m3_scaled,
                      quantized::portable::nvfp4_scaled, quantized::portable::mxfp4_scaled,
                      quantized::portable::packed_along_row, quantized::portable::field_of_words,
                      quantized::portable::awq_row, quantized::portable::transpose},
+    QuantizedKernels{"avx2", quantized_avx2_runs, quantized::avx2::fp8_e4m3_scaled, quantized::avx2::nvfp4_scaled,
+                     quantized::avx2::mxfp4_scaled, quantized::avx2::packed_along_row,
+                     quantized::avx2::field_of_words, quantized::avx2::awq_row, quantized::avx2::transpose},
 };
 
 }  // namespace

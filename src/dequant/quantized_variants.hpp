@@ -1,5 +1,6 @@
 // Each path's kernels of tensorfs/quantized_kernels.hpp (see there for what they compute), which
-// quantized_kernels.cpp gathers into the paths' tables.
+// quantized_kernels.cpp gathers into the paths' tables. The SIMD ones may only run on a CPU with their extensions
+// (quantized_kernels.cpp checks); they hand the values their vectors cannot take to the portable ones.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +22,10 @@ namespace tensorfs::quantized {
 
 // quantized_rows.cpp: plain C++, the reference.
 namespace portable {
+TENSORFS_QUANTIZED_KERNELS
+}
+// quantized_avx2.cpp: AVX2 and F16C.
+namespace avx2 {
 TENSORFS_QUANTIZED_KERNELS
 }
 
