@@ -5,7 +5,6 @@
 // zero points above them, extreme ones, and groups that do not divide the row; GPTQ's fields of words; AWQ's
 // order; transposes. Row lengths are not multiples of 8. test_quantized_variants.cpp compares the SIMD paths with
 // these kernels.
-#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -60,17 +59,14 @@ BOOST_AUTO_TEST_SUITE(quantized_formulas)
 
 BOOST_AUTO_TEST_CASE(variants_are_the_kernel_paths_and_the_active_one_is_the_active_path) {
     const auto variants = quantized_kernel_variants();
-    BOOST_REQUIRE(!variants.empty());
-    for (std::size_t i = 0; i < variants.size(); ++i) {
-        const auto path = static_cast<KernelPath>(i);
-        BOOST_TEST(variants[i].name == kernel_path_name(path));
+    BOOST_REQUIRE_EQUAL(variants.size(), 3u);
+    for (const KernelPath path : {KernelPath::portable, KernelPath::avx2, KernelPath::avx512}) {
+        const QuantizedKernels& variant = variants[static_cast<std::size_t>(path)];
+        BOOST_TEST(variant.name == kernel_path_name(path));
         // The path kernel_path.cpp picks for this CPU must be one whose quantized kernels it runs.
-        if (path <= cpu_kernel_path()) {
-            BOOST_CHECK_MESSAGE(variants[i].cpu_supports(), variants[i].name << " cannot run");
-        }
+        if (path <= cpu_kernel_path()) BOOST_CHECK_MESSAGE(variant.cpu_supports(), variant.name << " cannot run");
     }
-    const auto active = std::min(static_cast<std::size_t>(active_kernel_path()), variants.size() - 1);
-    BOOST_TEST(&active_quantized_kernels() == &variants[active]);
+    BOOST_TEST(&active_quantized_kernels() == &variants[static_cast<std::size_t>(active_kernel_path())]);
 }
 
 BOOST_AUTO_TEST_CASE(fp8_e4m3_times_block_scales) {
