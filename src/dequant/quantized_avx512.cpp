@@ -1,7 +1,7 @@
-// The AVX-512 kernels of tensorfs/quantized_kernels.hpp (F, BW and VL, with AVX2 and F16C), 16 values per
-// register. As in quantized_avx2.cpp, whose comments say how each value keeps the portable kernels' bits: each
-// function carries the target attribute, quantized_kernels.cpp picks them only on a CPU that has the extensions,
-// and the values a whole register cannot take go to the portable kernels or their steps.
+// The AVX-512 kernels of tensorfs/quantized_kernels.hpp (F, BW and VL, with AVX2 and F16C): the steps
+// quantized_fast.inl walks rows with, for registers of 16 values (one NVFP4 group, half an MXFP4 one). As in
+// quantized_avx2.cpp, each function carries the target attribute, and quantized_kernels.cpp picks these kernels only
+// on a CPU that has the extensions.
 
 // GCC 12's AVX-512 intrinsics hand their builtins a self-initialized "undefined" register, which
 // -Wmaybe-uninitialized reports once they are inlined, and -Wuninitialized too for the shuffles of the transpose
@@ -14,24 +14,32 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
 #include "quantized_scalar.hpp"
 #include "quantized_variants.hpp"
 
-#define TENSORFS_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c")))
+#define TENSORFS_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c")))
 
 namespace tensorfs::quantized::avx512 {
 namespace {
 
-TENSORFS_AVX512 inline __m512i splat(std::uint32_t value) { return _mm512_set1_epi32(static_cast<int>(value)); }
+constexpr std::size_t kLanes = 16;
+using Floats = __m512;
+using Ints = __m512i;
 
-TENSORFS_AVX512 inline __m128i load_8_bytes(const void* p) { return _mm_loadl_epi64(static_cast<const __m128i*>(p)); }
-TENSORFS_AVX512 inline __m128i load_16_bytes(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+TENSORFS_TARGET inline Floats broadcast(float value) { return _mm512_set1_ps(value); }
+TENSORFS_TARGET inline Ints splat(std::uint32_t value) { return _mm512_set1_epi32(static_cast<int>(value)); }
+TENSORFS_TARGET inline Floats load_floats(const float* p) { return _mm512_loadu_ps(p); }
+TENSORFS_TARGET inline Ints load_ints(const void* p) { return _mm512_loadu_si512(p); }
+
+TENSORFS_TARGET inline __m128i load_8_bytes(const void* p) { return _mm_loadl_epi64(static_cast<const __m128i*>(p)); }
+TENSORFS_TARGET inline __m128i load_16_bytes(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 
 // The first 8 lanes from 32-bit lane 0 of `v`, the other 8 from lane 1.
-TENSORFS_AVX512 inline __m512i two_words_spread(__m128i v) {
+TENSORFS_TARGET inline __m512i two_words_spread(__m128i v) {
     return _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
                                     _mm512_castsi128_si512(v));
 }
@@ -40,7 +48,7 @@ TENSORFS_AVX512 inline __m512i two_words_spread(__m128i v) {
 
 // 16 E4M3 bytes times `scale`, as quantized_avx2.cpp's fp8_step: the code as a half, converted exactly and times
 // 256, times the scale; NaN codes take their own NaN, sign | 0x7FC00000.
-TENSORFS_AVX512 inline void fp8_step(const std::uint8_t* w, __m512 scale, float* out) {
+TENSORFS_TARGET inline void fp8_step(const std::uint8_t* w, __m512 scale, float* out) {
     const __m128i bytes = load_16_bytes(w);
     const __m256i codes = _mm256_cvtepu8_epi16(bytes);
     const __m256i sign = _mm256_and_si256(_mm256_slli_epi16(codes, 8), _mm256_set1_epi16(-0x8000));
@@ -59,22 +67,25 @@ TENSORFS_AVX512 inline void fp8_step(const std::uint8_t* w, __m512 scale, float*
 
 // --- E2M1 (NVFP4, MXFP4) ---
 
-// The E2M1 values of 16 nibble bytes, in order, times `scale`: one lookup of all 16 codes (nibble 8 is -0.0).
-TENSORFS_AVX512 inline void e2m1_step(__m128i nibbles, __m512 scale, float* out) {
-    const __m512 values = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,  //
-                                         -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
-    _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(nibbles), values), scale));
+TENSORFS_TARGET inline __m128i low_nibbles(__m128i bytes) { return _mm_and_si128(bytes, _mm_set1_epi8(0x0F)); }
+TENSORFS_TARGET inline __m128i high_nibbles(__m128i bytes) {
+    return _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0F));
 }
 
-TENSORFS_AVX512 inline __m128i low_nibbles(__m128i bytes) { return _mm_and_si128(bytes, _mm_set1_epi8(0x0F)); }
-TENSORFS_AVX512 inline __m128i high_nibbles(__m128i bytes) {
-    return _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0F));
+// The 16 values of 8 packed bytes (each byte's low nibble, then its high one) times `scale`: one lookup of all 16
+// codes (nibble 8 is -0.0).
+TENSORFS_TARGET inline void e2m1_step(const std::uint8_t* packed, __m512 scale, float* out) {
+    const __m512 values = _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,  //
+                                         -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f);
+    const __m128i bytes = load_8_bytes(packed);
+    const __m128i nibbles = _mm_unpacklo_epi8(low_nibbles(bytes), high_nibbles(bytes));
+    _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_permutexvar_ps(_mm512_cvtepu8_epi32(nibbles), values), scale));
 }
 
 // --- integers ---
 
 // out[0..16) = f32(q - zeros) * scales, unless a difference overflows 32 bits (see quantized_avx2.cpp).
-TENSORFS_AVX512 inline bool store_integers(__m512i q, __m512i zeros, __m512 scales, float* out) {
+TENSORFS_TARGET inline bool store_integers(__m512i q, __m512i zeros, __m512 scales, float* out) {
     const __m512i difference = _mm512_sub_epi32(q, zeros);
     if (_mm512_cmplt_epi32_mask(_mm512_and_si512(difference, zeros), _mm512_setzero_si512()) != 0) return false;
     _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_cvtepi32_ps(difference), scales));
@@ -83,7 +94,7 @@ TENSORFS_AVX512 inline bool store_integers(__m512i q, __m512i zeros, __m512 scal
 
 // Fields c .. c + 15 of a row packed along it, c a multiple of 16 (so that they lie in whole words).
 template <unsigned kBits>
-TENSORFS_AVX512 inline __m512i packed_fields(const std::uint32_t* words, std::size_t c) {
+TENSORFS_TARGET inline __m512i packed_fields(const std::uint32_t* words, std::size_t c) {
     if constexpr (kBits == 8) {
         return _mm512_cvtepu8_epi32(load_16_bytes(words + c / 4));
     } else if constexpr (kBits == 4) {
@@ -95,29 +106,24 @@ TENSORFS_AVX512 inline __m512i packed_fields(const std::uint32_t* words, std::si
     }
 }
 
-template <unsigned kBits>
-TENSORFS_AVX512 void packed_groups(const std::uint32_t* words, std::size_t n, const std::int32_t* zeros,
-                                   const float* scales, std::size_t group, float* out) {
-    for (std::size_t start = 0, g = 0; start < n; ++g) {
-        const std::size_t end = group_end(start, group, n);
-        std::size_t c = std::min(end, (start + 15) / 16 * 16);
-        packed_values(words, start, c, kBits, zeros[g], scales[g], out);
-        const __m512i zero = splat(static_cast<std::uint32_t>(zeros[g]));
-        const __m512 scale = _mm512_set1_ps(scales[g]);
-        for (; c + 16 <= end; c += 16) {
-            if (!store_integers(packed_fields<kBits>(words, c), zero, scale, out + c)) {
-                packed_values(words, c, c + 16, kBits, zeros[g], scales[g], out);
-            }
-        }
-        packed_values(words, c, end, kBits, zeros[g], scales[g], out);
-        start = end;
-    }
+// (words[i] >> shift) & mask for 16 words.
+TENSORFS_TARGET inline __m512i shifted_fields(const std::uint32_t* words, __m128i shift, __m512i mask) {
+    return _mm512_and_si512(_mm512_srl_epi32(load_ints(words), shift), mask);
+}
+
+// The 16 columns of two words of AWQ's packing.
+TENSORFS_TARGET inline __m512i awq_fields(const std::uint32_t* words) {
+    const __m512i shifts = _mm512_broadcast_i64x4(_mm256_setr_epi32(4 * kAwqField[0], 4 * kAwqField[1],
+                                                                     4 * kAwqField[2], 4 * kAwqField[3],
+                                                                     4 * kAwqField[4], 4 * kAwqField[5],
+                                                                     4 * kAwqField[6], 4 * kAwqField[7]));
+    return _mm512_and_si512(_mm512_srlv_epi32(two_words_spread(load_8_bytes(words)), shifts), splat(15));
 }
 
 // --- transpose ---
 
 // A 16 x 16 tile: rows of the source in, columns out.
-TENSORFS_AVX512 inline void transpose_16x16(const float* src, std::size_t src_stride, float* dst,
+TENSORFS_TARGET inline void transpose_square(const float* src, std::size_t src_stride, float* dst,
                                             std::size_t dst_stride) {
     __m512 r[16], t[16], u[16];
 #pragma GCC unroll 16
@@ -153,105 +159,6 @@ TENSORFS_AVX512 inline void transpose_16x16(const float* src, std::size_t src_st
 
 }  // namespace
 
-TENSORFS_AVX512 void fp8_e4m3_scaled(const std::uint8_t* w, std::size_t n, const float* scales, std::size_t block,
-                                     float* out) {
-    if (block < 16) return portable::fp8_e4m3_scaled(w, n, scales, block, out);  // no whole register per scale
-    for (std::size_t start = 0, b = 0; start < n; ++b) {
-        const std::size_t end = group_end(start, block, n);
-        const __m512 scale = _mm512_set1_ps(scales[b]);
-        std::size_t c = start;
-        for (; c + 16 <= end; c += 16) fp8_step(w + c, scale, out + c);
-        if (c < end) portable::fp8_e4m3_scaled(w + c, end - c, scales + b, block, out + c);
-        start = end;
-    }
-}
-
-TENSORFS_AVX512 void nvfp4_scaled(const std::uint8_t* packed, std::size_t n, const float* scales, float* out) {
-    std::size_t c = 0;
-    for (; c + 16 <= n; c += 16) {
-        const __m128i bytes = load_8_bytes(packed + c / 2);
-        e2m1_step(_mm_unpacklo_epi8(low_nibbles(bytes), high_nibbles(bytes)), _mm512_set1_ps(scales[c / 16]), out + c);
-    }
-    portable::nvfp4_scaled(packed + c / 2, n - c, scales + c / 16, out + c);
-}
-
-TENSORFS_AVX512 void mxfp4_scaled(const std::uint8_t* packed, std::size_t n, const std::uint8_t* exponents,
-                                  float* out) {
-    std::size_t c = 0;
-    for (; c + 32 <= n; c += 32) {
-        const std::uint8_t e = exponents[c / 32];
-        if (e == kMxNanExponent) {
-            std::fill(out + c, out + c + 32, std::bit_cast<float>(kMxNanBits));
-            continue;
-        }
-        const __m512 scale = _mm512_set1_ps(mx_scale(e));
-        const __m128i bytes = load_16_bytes(packed + c / 2);
-        const __m128i low = low_nibbles(bytes), high = high_nibbles(bytes);
-        e2m1_step(_mm_unpacklo_epi8(low, high), scale, out + c);
-        e2m1_step(_mm_unpackhi_epi8(low, high), scale, out + c + 16);
-    }
-    portable::mxfp4_scaled(packed + c / 2, n - c, exponents + c / 32, out + c);
-}
-
-TENSORFS_AVX512 void packed_along_row(const std::uint32_t* words, std::size_t n, unsigned bits,
-                                      const std::int32_t* zeros, const float* scales, std::size_t group, float* out) {
-    switch (bits) {
-        case 2:
-            return packed_groups<2>(words, n, zeros, scales, group, out);
-        case 4:
-            return packed_groups<4>(words, n, zeros, scales, group, out);
-        default:
-            return packed_groups<8>(words, n, zeros, scales, group, out);
-    }
-}
-
-TENSORFS_AVX512 void field_of_words(const std::uint32_t* words, std::size_t n, unsigned shift, unsigned bits,
-                                    const std::int32_t* zeros, const float* scales, float* out) {
-    const __m128i count = _mm_cvtsi32_si128(static_cast<int>(shift));
-    const __m512i mask = splat((1u << bits) - 1);
-    std::size_t c = 0;
-    for (; c + 16 <= n; c += 16) {
-        const __m512i q = _mm512_and_si512(_mm512_srl_epi32(_mm512_loadu_si512(words + c), count), mask);
-        if (!store_integers(q, _mm512_loadu_si512(zeros + c), _mm512_loadu_ps(scales + c), out + c)) {
-            portable::field_of_words(words + c, 16, shift, bits, zeros + c, scales + c, out + c);
-        }
-    }
-    portable::field_of_words(words + c, n - c, shift, bits, zeros + c, scales + c, out + c);
-}
-
-TENSORFS_AVX512 void awq_row(const std::uint32_t* words, std::size_t n, const std::int32_t* zeros, const float* scales,
-                             float* out) {
-    const __m512i shifts = _mm512_broadcast_i64x4(
-        _mm256_setr_epi32(4 * kAwqField[0], 4 * kAwqField[1], 4 * kAwqField[2], 4 * kAwqField[3], 4 * kAwqField[4],
-                          4 * kAwqField[5], 4 * kAwqField[6], 4 * kAwqField[7]));
-    std::size_t c = 0;
-    for (; c + 16 <= n; c += 16) {
-        const __m512i q =
-            _mm512_and_si512(_mm512_srlv_epi32(two_words_spread(load_8_bytes(words + c / 8)), shifts), splat(15));
-        if (!store_integers(q, _mm512_loadu_si512(zeros + c), _mm512_loadu_ps(scales + c), out + c)) {
-            portable::awq_row(words + c / 8, 16, zeros + c, scales + c, out + c);
-        }
-    }
-    portable::awq_row(words + c / 8, n - c, zeros + c, scales + c, out + c);
-}
-
-TENSORFS_AVX512 void transpose(const float* src, std::size_t rows, std::size_t cols, float* dst) {
-    // The blocks of quantized_scalar.hpp in 16 x 16 tiles; the rows and columns left over from whole tiles go value
-    // by value.
-    const std::size_t whole_rows = rows / 16 * 16, whole_cols = cols / 16 * 16;
-    for (std::size_t block_row = 0; block_row < whole_rows; block_row += kTransposeBlockRows) {
-        const std::size_t row_end = std::min(block_row + kTransposeBlockRows, whole_rows);
-        for (std::size_t block_col = 0; block_col < whole_cols; block_col += kTransposeBlockCols) {
-            const std::size_t col_end = std::min(block_col + kTransposeBlockCols, whole_cols);
-            for (std::size_t c = block_col; c < col_end; c += 16) {
-                for (std::size_t r = block_row; r < row_end; r += 16) {
-                    transpose_16x16(src + r * cols + c, cols, dst + c * rows + r, rows);
-                }
-            }
-        }
-    }
-    transpose_tile(src + whole_cols, cols, whole_rows, cols - whole_cols, dst + whole_cols * rows, rows);
-    transpose_tile(src + whole_rows * cols, cols, rows - whole_rows, cols, dst + whole_rows, rows);
-}
+#include "quantized_fast.inl"
 
 }  // namespace tensorfs::quantized::avx512
