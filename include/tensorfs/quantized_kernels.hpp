@@ -3,7 +3,8 @@
 // caller has gathered for that row, into float32, bit for bit as the scheme's reference computes in float32. The
 // caller (src/vfs/quantized_values.cpp) reads the parts, picks each row's scales and zeros, and lays the rows out.
 //
-// Every kernel is pure (no allocation, no state), takes any alignment, and gives the same bits on every path.
+// Every kernel is pure (no allocation, no state), takes any alignment (the packed words may sit at any byte: they
+// are read as bytes), and gives the same bits on every path.
 #pragma once
 
 #include <cstddef>
@@ -19,9 +20,9 @@ struct QuantizedKernels {
 
     // out[c] = f32(w[c] as FP8 E4M3) * scales[c / block] for c < n: the float32 product, NaN for the bytes 0x7F
     // and 0xFF. DeepSeek-V3 inference/kernel.py weight_dequant (block scales), compressed-tensors
-    // quantization/lifecycle/forward.py _dequantize (one scale per tensor or per row: block = n).
-    void (*fp8_e4m3_scaled)(const std::uint8_t* w, std::size_t n, const float* scales, std::size_t block,
-                            float* out);
+    // quantization/lifecycle/forward.py _dequantize (one scale per tensor or per row: block = n). block >= 1.
+    // A NaN byte gives its own NaN (sign | 0x7FC00000) whatever its scale; a NaN scale gives its NaN, made quiet.
+    void (*fp8_e4m3_scaled)(const std::uint8_t* w, std::size_t n, const float* scales, std::size_t block, float* out);
 
     // NVFP4 (ModelOpt qtensor/nvfp4_tensor.py): out[c] = e2m1(nibble c) * scales[c / 16], where nibble c is the
     // low nibble of packed[c / 2] for an even c and its high nibble for an odd c. n is even.
@@ -34,12 +35,14 @@ struct QuantizedKernels {
 
     // Integers packed along the row, lowest bits first (compressed-tensors pack_quantized.py): with
     // per = 32 / bits, q[c] = (words[c / per] >> (bits * (c % per))) & (2^bits - 1), and
-    // out[c] = f32(q[c] - zeros[c / group]) * scales[c / group]. bits is 2, 4 or 8; group >= 1.
+    // out[c] = f32(q[c] - zeros[c / group]) * scales[c / group]. bits is 2, 4 or 8; group >= 1. (Here and below,
+    // q - zero is the exact difference, rounded once to float32: a zero point may be any int32.)
     void (*packed_along_row)(const std::uint32_t* words, std::size_t n, unsigned bits, const std::int32_t* zeros,
                              const float* scales, std::size_t group, float* out);
 
     // One field of each word, every column its own word (a stored row of GPTQ's qweight, which packs the input
     // rows of each column): q[c] = (words[c] >> shift) & (2^bits - 1), out[c] = f32(q[c] - zeros[c]) * scales[c].
+    // 1 <= bits <= 8, shift + bits <= 32.
     void (*field_of_words)(const std::uint32_t* words, std::size_t n, unsigned shift, unsigned bits,
                            const std::int32_t* zeros, const float* scales, float* out);
 
