@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,14 +55,16 @@ private:
     std::size_t chunk_size(const Tensor& tensor, ValueView view, std::uint64_t index) const;
     ChunkCache::Fill decoder(std::uint32_t tensor, ValueView view, std::uint64_t index);
     void decode(std::uint32_t tensor, ValueView view, std::uint64_t index, float* values);
+    void decode_quantized(const Tensor& tensor, ValueView view, std::uint64_t index, void* values);
     void decode_ahead_of(std::uint32_t tensor, ValueView view, std::uint64_t last);
-    // The per-dtype counter of decoded bytes for tensors of `type`.
-    Counter& decoded_bytes_of(const TypeTraits& type);
+    // The dtype a tensor's decoded bytes are counted under: its stored one, or its quantized scheme's.
+    static std::string_view decoded_dtype(const Tensor& tensor);
+    Counter& decoded_bytes_of(const Tensor& tensor);
 
     const Catalog& catalog_;
     const SourceFiles& files_;
     Stats& stats_;
-    std::vector<std::pair<const TypeTraits*, Counter*>> decoded_by_type_;
+    std::vector<std::pair<std::string_view, Counter*>> decoded_by_dtype_;
     const std::size_t chunk_bytes_;
     const std::size_t strided_chunk_bytes_;  // for the chunks of strided views
     ChunkCache cache_;

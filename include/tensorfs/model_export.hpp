@@ -54,7 +54,8 @@ public:
     const std::vector<Part>& parts() const { return parts_; }
     // The first part that ends after `offset`, or parts().size().
     std::size_t part_at(std::uint64_t offset) const;
-    // Tensors the file leaves out: no safetensors dtype and no values (ggml's Q8_1 and Q8_K).
+    // Tensors the file leaves out: no safetensors dtype and no values (ggml's Q8_1 and Q8_K, quantized weights whose
+    // parts do not fit). The parts of quantized weights are no tensors of a dequantized model: not skipped, left out.
     const std::vector<std::uint32_t>& skipped() const { return skipped_; }
 
     // model.json's "export" entry: dtype, size, tensors, skipped names; or the error.
@@ -68,6 +69,7 @@ private:
     std::string header_;
     std::vector<Part> parts_;
     std::vector<std::uint32_t> skipped_;
+    std::uint64_t parts_left_out_ = 0;   // parts of quantized weights, which a dequantized export has no use for
 };
 
 }  // namespace tensorfs

@@ -21,12 +21,17 @@ struct DtypeFigures {
     std::uint64_t nbytes = 0;
 };
 
+// A quantized weight counts as one tensor of its scheme's dtype ("GPTQ-INT4"), with its logical elements as its
+// parameters and the bytes of all its parts; its other parts (scales, zero points...) count for nothing more.
 struct ModelFigures {
-    std::uint64_t parameters = 0;             // elements of every tensor
+    std::uint64_t parameters = 0;             // elements of every tensor but the parts of quantized weights
     std::uint64_t nbytes = 0;                 // stored bytes of every tensor
     std::optional<double> bits_per_weight;    // 8 * nbytes / parameters; none without parameters
     std::vector<DtypeFigures> dtypes;         // most parameters first
 };
+
+// 8 * nbytes / parameters.
+double bits_per_weight(std::uint64_t nbytes, std::uint64_t parameters);
 
 ModelFigures model_figures(const Catalog& catalog);
 

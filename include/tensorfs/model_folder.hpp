@@ -3,6 +3,7 @@
 // folder that holds several models, the candidates to pick one from.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,15 +58,20 @@ std::vector<std::string> side_file_names(const std::vector<std::string>& listing
 // The names probed next to a SOURCE that names one file (a web server has no listing).
 const std::vector<std::string>& probed_side_files();
 
+// Files of a folder looked for already, by path: the object opened, or nullptr for one that is not there. Opening a
+// model looks for its config; its side files are not looked for again (each look is a request for a remote folder).
+using LookedUpFiles = std::map<std::string, std::shared_ptr<const SourceObject>>;
+
 // A folder SOURCE: every file under it in source/ (one recursive listing), the ones directly in it but weights as
-// side files. Files the catalog already opened (`catalog` may be nullptr) are not opened again. Files that vanish
-// are left out; those that cannot be opened are kept with their problem.
-ModelFolder files_of_folder(const SourceFolder& folder, const Catalog* catalog);
+// side files. Files the catalog already opened (`catalog` may be nullptr) or `looked_up` holds are not opened again.
+// Files that vanish are left out; those that cannot be opened are kept with their problem.
+ModelFolder files_of_folder(const SourceFolder& folder, const Catalog* catalog, const LookedUpFiles& looked_up = {});
 
 // A SOURCE that names the file `file` of `folder`: that file and the catalog's files (shards, split parts) in
 // source/, and as side files those of probed_side_files() that the folder has (a missing one is no error; one that
 // cannot be opened is kept with its problem).
-ModelFolder files_of_file(const SourceFolder& folder, const std::string& file, const Catalog& catalog);
+ModelFolder files_of_file(const SourceFolder& folder, const std::string& file, const Catalog& catalog,
+                          const LookedUpFiles& looked_up = {});
 
 // Whether a '/'-separated relative path stays inside its folder and names something: no empty, "." or ".."
 // segment, no NUL.

@@ -18,6 +18,7 @@ namespace tensorfs {
 struct OpenedModel {
     std::optional<Catalog> catalog;
     std::vector<ModelCandidate> models;  // when there is no catalog
+    LookedUpFiles looked_up;             // the files of the folder it looked for besides the weights (the config)
 };
 
 // Parses and checks every header rule. Throws InvalidSource listing the problems found (a remote source that

@@ -72,8 +72,9 @@ public:
     const ModelFolder* folder() const { return folder_; }
     std::size_t tensor_count() const { return catalog_.tensors.size(); }
 
-    // Tensor dtypes without a float32 conversion have no dequant files.
-    bool has_dequant(std::uint32_t tensor) const { return catalog_.tensors[tensor].type->has_dequant(); }
+    // Tensors without values (dtypes without a float32 conversion, quantized weights whose parts do not fit) have no
+    // dequant files.
+    bool has_dequant(std::uint32_t tensor) const { return catalog_.tensors[tensor].has_values(); }
 
 private:
     // A folder of source/: where it is and what it holds.

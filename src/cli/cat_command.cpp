@@ -73,8 +73,7 @@ int cat_command(const Arguments& args) {
     }
     const Tensor& chosen = source.catalog.tensors[*tensor];
     if (view != "--raw" && !source.tree.has_dequant(*tensor)) {
-        return failure(visible(chosen.name) + ": dtype " + std::string(chosen.type->name) +
-                       " has no float32 conversion; use --raw");
+        return failure(visible(chosen.name) + ": " + visible(why_no_values(chosen)) + "; use --raw");
     }
     const NodeKind kind = view == "--raw"    ? NodeKind::Raw
                           : view == "--npy"  ? NodeKind::DequantNpy

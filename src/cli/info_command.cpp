@@ -1,5 +1,6 @@
 // `tensorfs info SOURCE [--json]`: what a model is made of, at a glance; or model.json plus the computed figures.
 #include <cstdio>
+#include <utility>
 
 #include "arguments.hpp"
 #include "commands.hpp"
@@ -40,15 +41,35 @@ std::string summary_text(const Catalog& catalog, const ModelFigures& figures) {
     char bits[32] = "-";
     if (figures.bits_per_weight) std::snprintf(bits, sizeof bits, "%.2f", *figures.bits_per_weight);
     table.add_row({"bits per weight", bits});
+    const nlohmann::ordered_json quantization = quantization_summary(catalog);
+    if (!quantization.is_null()) {
+        std::string label = "quantization";
+        for (const auto& scheme : quantization["schemes"]) {
+            std::string line = scheme["scheme"].get<std::string>() + ", " + scheme["bits"].dump() + " bits";
+            if (!scheme["group_size"].is_null()) line += ", groups of " + scheme["group_size"].dump();
+            if (scheme.contains("block")) {
+                line += ", blocks of " + scheme["block"][0].dump() + "x" + scheme["block"][1].dump();
+            }
+            line += " (" + scheme["weights"].dump() + " weights)";
+            table.add_row({std::exchange(label, ""), line});
+        }
+        const std::size_t problems = quantization["problems"].size();
+        if (problems > 0) {
+            table.add_row({std::exchange(label, ""), std::to_string(problems) +
+                                                         " weights cannot be decoded (tensorfs validate says why)"});
+        }
+    }
     return table.render();
 }
 
 std::string dtypes_text(const ModelFigures& figures) {
-    Table table({Align::Left, Align::Right, Align::Right, Align::Right});
-    table.add_row({"DTYPE", "TENSORS", "PARAMETERS", "SIZE"});
+    Table table({Align::Left, Align::Right, Align::Right, Align::Right, Align::Right});
+    table.add_row({"DTYPE", "TENSORS", "PARAMETERS", "SIZE", "BITS/WEIGHT"});
     for (const DtypeFigures& d : figures.dtypes) {
+        char bits[32] = "-";
+        if (d.parameters > 0) std::snprintf(bits, sizeof bits, "%.2f", bits_per_weight(d.nbytes, d.parameters));
         table.add_row({std::string(d.dtype), std::to_string(d.tensors), std::to_string(d.parameters),
-                       human_size(d.nbytes)});
+                       human_size(d.nbytes), bits});
     }
     return table.render();
 }

@@ -48,7 +48,8 @@ int ls_command(const Arguments& args) {
     Table table({Align::Left, Align::Left, Align::Left, Align::Right});
     table.add_row({"NAME", "DTYPE", "SHAPE", "SIZE"});
     for (const Tensor& tensor : catalog.tensors) {
-        table.add_row({visible(tensor.name), std::string(tensor.type->name), shape_text(tensor.shape),
+        const std::string_view dtype = tensor.quantization ? quantized_dtype(*tensor.quantization) : tensor.type->name;
+        table.add_row({visible(tensor.name), std::string(dtype), shape_text(tensor.shape),
                        human_size(tensor.nbytes)});
     }
     std::fputs(table.render().c_str(), stdout);

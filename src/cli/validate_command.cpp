@@ -7,6 +7,8 @@
 #include "commands.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/open_source.hpp"
+#include "tensorfs/quantized_values.hpp"
+#include "tensorfs/source_files.hpp"
 #include "tensorfs/tree.hpp"
 
 namespace tensorfs::cli {
@@ -31,6 +33,23 @@ void print_json(const std::string& source, const Catalog* catalog, const std::ve
     std::fputs((document.dump(2, ' ', false, Json::error_handler_t::replace) + "\n").c_str(), stdout);
 }
 
+// The quantized weights whose values cannot be made, and what else keeps the model's quantization from being what
+// its config says: the mount serves everything else, but the model is not valid.
+std::vector<Problem> quantization_problems(const Catalog& catalog) {
+    std::vector<Problem> problems;
+    const SourceFiles files(catalog);
+    for (const Tensor& tensor : catalog.tensors) {
+        if (!tensor.quantization) continue;
+        std::string what = tensor.has_values() ? quantized_values_problem(files, tensor) : why_no_values(tensor);
+        if (what.empty()) continue;
+        problems.push_back(Problem{catalog.files[tensor.file].display, "tensor " + tensor.name + ": " + what, {}});
+    }
+    for (const std::string& what : catalog.quantization_problems) {
+        problems.push_back(Problem{catalog.files.empty() ? "" : catalog.files.front().display, what, {}});
+    }
+    return problems;
+}
+
 }  // namespace
 
 int validate_command(const Arguments& args) {
@@ -48,6 +67,9 @@ int validate_command(const Arguments& args) {
     try {
         const Catalog catalog = chosen_model(source, model, options);
         const Tree tree(catalog);  // names that cannot become directories are problems too
+        if (std::vector<Problem> problems = quantization_problems(catalog); !problems.empty()) {
+            throw InvalidSource(std::move(problems));
+        }
         if (json) {
             print_json(source, &catalog, {});
         } else {

@@ -30,6 +30,7 @@
 #include "fuse_ops.hpp"
 #include "remote/remote_context.hpp"
 #include "request_loop.hpp"
+#include "tensorfs/dequantized_config.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/exit_signals.hpp"
 #include "tensorfs/open_source.hpp"
@@ -186,6 +187,7 @@ int run_mount(const MountOptions& options) {
         if (opened.catalog) {
             catalog = std::make_unique<Catalog>(std::move(*opened.catalog));
             model_export = std::make_unique<ModelExport>(*catalog, options.export_dtype);
+            show_dequantized_config(*folder, *catalog, options.export_dtype);
         } else {
             catalog = std::make_unique<Catalog>();  // several models: no tensors, no model.safetensors
             tell_several_models(shown_source(options.source), *folder);

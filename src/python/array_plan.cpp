@@ -97,6 +97,11 @@ std::optional<Framework> framework_named(std::string_view name) {
 
 std::optional<ArrayPlan> plan_array(const Tensor& tensor, Framework framework, std::optional<ValueView> requested,
                                     const TorchHas& torch_has) {
+    // A quantized weight is its values: float32 unless another view is asked for, as for ggml's quants.
+    if (tensor.quantization) {
+        if (!tensor.has_values()) return std::nullopt;
+        return as_view(requested.value_or(ValueView::F32), framework);
+    }
     const TypeTraits& type = *tensor.type;
     const auto safetensors = safetensors_dtype_of(type);
     const DtypeRow* row = row_of(safetensors.value_or(type.name));

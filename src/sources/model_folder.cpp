@@ -40,19 +40,20 @@ private:
     std::string reason_;
 };
 
-// The objects the catalog opened, by their path in the folder.
-std::map<std::string, std::shared_ptr<const SourceObject>> opened_by(const Catalog* catalog) {
-    std::map<std::string, std::shared_ptr<const SourceObject>> opened;
+// The objects the catalog opened and the files looked up already, by their path in the folder.
+LookedUpFiles opened_by(const Catalog* catalog, const LookedUpFiles& looked_up) {
+    LookedUpFiles opened = looked_up;
     if (catalog == nullptr) return opened;
     for (const auto& file : catalog->files) opened.emplace(file.display, file.object);
     return opened;
 }
 
-// `paths` of `folder`, opened in parallel (those in `opened` taken from there). A file that vanished since it was
-// listed is left out; one that cannot be opened (no permission, a server that refuses it) is kept with its problem:
+// `paths` of `folder`, opened in parallel (those in `opened` taken from there, a null one as missing). A file that
+// vanished since it was listed is left out; one that cannot be opened (no permission, a server that refuses it) is
+// kept with its problem:
 // these files come with the model, and one of them must not keep the model from mounting.
 std::vector<FolderFile> open_all(const SourceFolder& folder, const std::vector<std::string>& paths,
-                                 const std::map<std::string, std::shared_ptr<const SourceObject>>& opened) {
+                                 const LookedUpFiles& opened) {
     std::vector<FolderFile> files(paths.size());
     in_parallel(paths.size(), folder.parallel_reads(), [&](std::size_t i) {
         files[i].path = paths[i];
@@ -117,26 +118,27 @@ bool is_plain_relative_path(std::string_view path) {
     return true;
 }
 
-ModelFolder files_of_folder(const SourceFolder& folder, const Catalog* catalog) {
+ModelFolder files_of_folder(const SourceFolder& folder, const Catalog* catalog, const LookedUpFiles& looked_up) {
     std::vector<std::string> listing = folder.list_all();
     // A store's keys may hold anything ("a//b", "../x"): only paths that name a file inside the folder.
     std::erase_if(listing, [](const std::string& path) { return !is_plain_relative_path(path); });
     ModelFolder model_folder;
-    model_folder.source_files = open_all(folder, listing, opened_by(catalog));
+    model_folder.source_files = open_all(folder, listing, opened_by(catalog, looked_up));
     for (const auto& file : model_folder.source_files) {
         if (is_side_file(file.path)) model_folder.side_files.push_back(file);
     }
     return model_folder;
 }
 
-ModelFolder files_of_file(const SourceFolder& folder, const std::string& file, const Catalog& catalog) {
+ModelFolder files_of_file(const SourceFolder& folder, const std::string& file, const Catalog& catalog,
+                          const LookedUpFiles& looked_up) {
     std::vector<std::string> weights{file};
     for (const auto& opened : catalog.files) weights.push_back(opened.display);
     std::sort(weights.begin(), weights.end());
     weights.erase(std::unique(weights.begin(), weights.end()), weights.end());
     ModelFolder model_folder;
-    model_folder.source_files = open_all(folder, weights, opened_by(&catalog));
-    model_folder.side_files = open_all(folder, kProbedSideFiles, {});
+    model_folder.source_files = open_all(folder, weights, opened_by(&catalog, {}));
+    model_folder.side_files = open_all(folder, kProbedSideFiles, looked_up);
     std::sort(model_folder.side_files.begin(), model_folder.side_files.end(),
               [](const FolderFile& a, const FolderFile& b) { return a.path < b.path; });
     return model_folder;

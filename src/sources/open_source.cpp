@@ -8,6 +8,7 @@
 #include "format/formats.hpp"
 #include "tensorfs/errors.hpp"
 #include "model_candidates.hpp"
+#include "tensorfs/model_config.hpp"
 #include "tensorfs/local_folder.hpp"
 #include "tensorfs/model_folder.hpp"
 #include "tensorfs/open_source.hpp"
@@ -80,13 +81,19 @@ ResolvedSource resolve(const std::string& source, const SourceOptions& options) 
 // the candidates, for a folder of several models.
 OpenedModel model_of(const ResolvedSource& resolved, const std::string& source, const std::string& model) {
     const SourceFolder& folder = *resolved.folder;
+    const auto with_quantization = [&](Catalog catalog, const std::string& path) {
+        OpenedModel opened;
+        find_quantization(catalog, folder, path, opened.looked_up);
+        opened.catalog = std::move(catalog);
+        return opened;
+    };
     if (!resolved.file.empty()) {
         if (!model.empty()) throw_problem(source, "names a file already: model=" + model + " is for a folder SOURCE");
-        return {open_file(folder, resolved.file), {}};
+        return with_quantization(open_file(folder, resolved.file), resolved.file);
     }
     if (!model.empty()) {
         check_model_path(source, model);
-        return {open_file(folder, model), {}};
+        return with_quantization(open_file(folder, model), model);
     }
     std::vector<ModelCandidate> models = models_in(folder.list());
     if (models.empty()) {
@@ -94,8 +101,8 @@ OpenedModel model_of(const ResolvedSource& resolved, const std::string& source, 
                       "folder holds no *.safetensors, *.safetensors.index.json, *.bin.index.json, *.bin, *.pt, "
                       "*.pth or *.gguf file");
     }
-    if (models.size() > 1) return {std::nullopt, std::move(models)};
-    return {open_folder_model(folder, models.front()), {}};
+    if (models.size() > 1) return {std::nullopt, std::move(models), {}};
+    return with_quantization(open_folder_model(folder, models.front()), models.front().path);
 }
 
 }  // namespace
@@ -125,9 +132,10 @@ OpenedSource open_source(const std::string& source, const std::string& model, co
     OpenedSource opened;
     opened.catalog = std::move(chosen.catalog);
     if (!resolved.file.empty()) {
-        opened.folder = files_of_file(*resolved.folder, resolved.file, *opened.catalog);
+        opened.folder = files_of_file(*resolved.folder, resolved.file, *opened.catalog, chosen.looked_up);
     } else {
-        opened.folder = files_of_folder(*resolved.folder, opened.catalog ? &*opened.catalog : nullptr);
+        opened.folder =
+            files_of_folder(*resolved.folder, opened.catalog ? &*opened.catalog : nullptr, chosen.looked_up);
         opened.folder.models = std::move(chosen.models);
     }
     return opened;

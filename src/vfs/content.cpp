@@ -90,7 +90,7 @@ std::uint64_t Content::meta_json_size(std::uint32_t tensor) const {
 
 std::string Content::npy_header(std::uint32_t tensor) const {
     const Tensor& described = catalog_.tensors[tensor];
-    return described.type->has_dequant() ? npy_header_f32(described.shape) : std::string();
+    return described.has_values() ? npy_header_f32(described.shape) : std::string();
 }
 
 std::optional<std::uint32_t> Content::whole_file_of(Node node) const {

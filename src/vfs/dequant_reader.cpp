@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "tensorfs/quantized_values.hpp"
 #include "tensorfs/decode_view.hpp"
 #include "tensorfs/stored_blocks.hpp"
 
@@ -63,7 +64,8 @@ DequantReader::DequantReader(const Catalog& catalog, const SourceFiles& files, S
       files_(files),
       stats_(stats),
       chunk_bytes_(chunk_bytes_for_budget(cache_budget)),
-      strided_chunk_bytes_(std::clamp<std::uint64_t>(cache_budget / 4, chunk_bytes_, chunk_bytes_ * kStridedChunkFactor)),
+      strided_chunk_bytes_(
+          std::clamp<std::uint64_t>(cache_budget / 4, chunk_bytes_, chunk_bytes_ * kStridedChunkFactor)),
       cache_(cache_budget, chunk_bytes_, stats),
       next_chunk_(std::make_unique<std::atomic<std::uint64_t>[]>(catalog.tensors.size() * kValueViewCount)),
       offered_until_(std::make_unique<std::atomic<std::uint64_t>[]>(catalog.tensors.size() * kValueViewCount)),
@@ -80,27 +82,34 @@ DequantReader::DequantReader(const Catalog& catalog, const SourceFiles& files, S
         next_chunk_[stream].store(kNoReadYet, std::memory_order_relaxed);
     }
     for (const auto& tensor : catalog.tensors) {
-        const TypeTraits* type = tensor.type;
-        if (!type->has_dequant()) continue;
-        const auto known = std::find_if(decoded_by_type_.begin(), decoded_by_type_.end(),
-                                        [type](const auto& entry) { return entry.first == type; });
-        if (known == decoded_by_type_.end()) {
-            decoded_by_type_.emplace_back(type, &stats_.bytes_decoded_by_dtype.of(type->name));
+        if (!tensor.has_values()) continue;
+        const std::string_view dtype = decoded_dtype(tensor);
+        const auto known = std::find_if(decoded_by_dtype_.begin(), decoded_by_dtype_.end(),
+                                        [dtype](const auto& entry) { return entry.first == dtype; });
+        if (known == decoded_by_dtype_.end()) {
+            decoded_by_dtype_.emplace_back(dtype, &stats_.bytes_decoded_by_dtype.of(dtype));
         }
     }
 }
 
-Counter& DequantReader::decoded_bytes_of(const TypeTraits& type) {
+std::string_view DequantReader::decoded_dtype(const Tensor& tensor) {
+    return tensor.quantization ? quantized_dtype(*tensor.quantization) : tensor.type->name;
+}
+
+Counter& DequantReader::decoded_bytes_of(const Tensor& tensor) {
     // A model has a handful of dtypes: a scan is quicker than a map.
-    for (const auto& [known, counter] : decoded_by_type_) {
-        if (known == &type) return *counter;
+    const std::string_view dtype = decoded_dtype(tensor);
+    for (const auto& [known, counter] : decoded_by_dtype_) {
+        if (known == dtype) return *counter;
     }
-    return stats_.bytes_decoded;  // unreachable: every dtype with a dequant was registered at construction
+    return stats_.bytes_decoded;  // unreachable: every dtype with values was registered at construction
 }
 
 std::uint64_t DequantReader::chunk_elements(const Tensor& tensor, ValueView view) const {
-    const std::uint64_t block = tensor.type->block_elements;
-    const std::uint64_t bytes = tensor.strided() ? strided_chunk_bytes_ : chunk_bytes_;
+    // A quantized weight decodes whole rows; one stored transposed gathers them from across its parts' bytes.
+    const std::uint64_t block = tensor.quantization ? row_elements(tensor) : tensor.type->block_elements;
+    const bool gathered = tensor.strided() || (tensor.quantization && stored_transposed(*tensor.quantization));
+    const std::uint64_t bytes = gathered ? strided_chunk_bytes_ : chunk_bytes_;
     return std::max<std::uint64_t>(1, bytes / bytes_per_value(view) / block) * block;
 }
 
@@ -117,6 +126,7 @@ std::size_t DequantReader::chunk_size(const Tensor& tensor, ValueView view, std:
 
 void DequantReader::decode(std::uint32_t index, ValueView view, std::uint64_t chunk, float* values) {
     const Tensor& tensor = catalog_.tensors[index];
+    if (tensor.quantization) return decode_quantized(tensor, view, chunk, values);
     const TypeTraits& type = *tensor.type;
     const std::uint64_t first_block = chunk * (chunk_elements(tensor, view) / type.block_elements);
     const std::uint64_t blocks = chunk_size(tensor, view, chunk) / bytes_per_value(view) / type.block_elements;
@@ -130,7 +140,18 @@ void DequantReader::decode(std::uint32_t index, ValueView view, std::uint64_t ch
     const auto elapsed = std::chrono::steady_clock::now() - started;
     stats_.decode_nanoseconds.add(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
     stats_.bytes_decoded.add(blocks * type.block_elements * 4);
-    decoded_bytes_of(type).add(blocks * type.block_elements * 4);
+    decoded_bytes_of(tensor).add(blocks * type.block_elements * 4);
+}
+
+void DequantReader::decode_quantized(const Tensor& tensor, ValueView view, std::uint64_t chunk, void* values) {
+    const std::uint64_t row = row_elements(tensor);
+    const std::uint64_t rows = chunk_size(tensor, view, chunk) / bytes_per_value(view) / row;
+    const auto started = std::chrono::steady_clock::now();
+    write_quantized_rows(files_, tensor, chunk * (chunk_elements(tensor, view) / row), rows, view, values);
+    const auto elapsed = std::chrono::steady_clock::now() - started;
+    stats_.decode_nanoseconds.add(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
+    stats_.bytes_decoded.add(rows * row * 4);
+    decoded_bytes_of(tensor).add(rows * row * 4);
 }
 
 ChunkCache::Fill DequantReader::decoder(std::uint32_t tensor, ValueView view, std::uint64_t chunk) {

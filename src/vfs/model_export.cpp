@@ -34,6 +34,15 @@ struct Source {
 
 std::optional<Source> source_of(const Tensor& tensor, ExportDtype dtype) {
     const TypeTraits& type = *tensor.type;
+    if (tensor.quantization) {
+        // As stored (its main part's raw bytes) for keep; else its values, when it has them.
+        if (dtype == ExportDtype::Keep) {
+            const std::optional<std::string_view> stored = safetensors_dtype_of(type);
+            return stored ? std::optional(Source{std::nullopt, *stored}) : std::nullopt;
+        }
+        if (!tensor.has_values()) return std::nullopt;
+        return Source{view_of(dtype), dtype_name(view_of(dtype))};
+    }
     const std::optional<std::string_view> stored = safetensors_dtype_of(type);
     const std::optional<ValueView> stored_view = view_stored_as(type);
     const bool floating = type.has_dequant() && !(stored && is_integer_dtype(*stored));
@@ -123,13 +132,21 @@ void ModelExport::lay_out(const Catalog& catalog) {
     parts_.reserve(catalog.tensors.size());
     for (std::uint32_t index = 0; index < catalog.tensors.size(); ++index) {
         const Tensor& tensor = catalog.tensors[index];
+        // The dequantized model has no scales, zero points or g_idx: they are in its values.
+        if (tensor.quantization_part && dtype_ != ExportDtype::Keep) {
+            ++parts_left_out_;
+            continue;
+        }
         const std::optional<Source> source = source_of(tensor, dtype_);
         if (!source) {
             skipped_.push_back(index);
             continue;
         }
         const std::uint64_t size = source->view ? tensor.elements * bytes_per_value(*source->view) : tensor.nbytes;
-        append_tensor_entry(json, tensor, source->dtype, data_size, data_size + size);
+        // keep writes a quantized weight as stored: its main part's name and shape.
+        const bool as_stored = tensor.quantization && dtype_ == ExportDtype::Keep;
+        append_tensor_entry(json, as_stored ? tensor.quantization->parts.front().stored : tensor, source->dtype,
+                            data_size, data_size + size);
         parts_.push_back(Part{index, source->view, source->dtype, data_size, size});
         data_size += size;
         if (json.size() > kMaxSafetensorsHeader) break;   // the error below; no need to go on
@@ -171,6 +188,7 @@ nlohmann::ordered_json ModelExport::summary(const Catalog& catalog) const {
     summary["tensor_count"] = parts_.size();
     auto& skipped = summary["skipped"] = Json::array();
     for (const std::uint32_t index : skipped_) skipped.push_back(catalog.tensors[index].name);
+    if (parts_left_out_ > 0) summary["quantization_parts_left_out"] = parts_left_out_;
     return summary;
 }
 

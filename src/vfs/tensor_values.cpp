@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "format/in_parallel.hpp"
+#include "tensorfs/quantized_values.hpp"
 #include "tensorfs/decode_view.hpp"
 #include "tensorfs/stored_blocks.hpp"
 
@@ -21,6 +22,36 @@ std::size_t element_bytes(const Tensor& tensor, std::optional<ValueView> view) {
     return view ? bytes_per_value(*view) : tensor.type->block_bytes;
 }
 
+// The elements a piece of work decodes together: a block, or a quantized weight's row.
+std::uint64_t elements_together(const Tensor& tensor) {
+    return tensor.quantization ? row_elements(tensor) : tensor.type->block_elements;
+}
+
+// Elements [first, first + count) of a quantized weight's values: its whole rows straight into place, a partial
+// row at either end through a buffer of one row.
+void write_quantized_elements(const SourceFiles& files, const Tensor& tensor, ValueView view, std::uint64_t first,
+                              std::uint64_t count, std::uint8_t* to) {
+    const std::uint64_t row = row_elements(tensor);
+    const std::size_t value_bytes = bytes_per_value(view);
+    thread_local std::vector<std::uint8_t> partial;
+    for (std::uint64_t at = first, end = first + count; at < end;) {
+        const std::uint64_t skip = at % row;
+        if (skip != 0 || end - at < row) {
+            partial.resize(row * value_bytes);
+            write_quantized_rows(files, tensor, at / row, 1, view, partial.data());
+            const std::uint64_t taken = std::min(row - skip, end - at);
+            std::memcpy(to, partial.data() + skip * value_bytes, taken * value_bytes);
+            to += taken * value_bytes;
+            at += taken;
+            continue;
+        }
+        const std::uint64_t rows = (end - at) / row;
+        write_quantized_rows(files, tensor, at / row, rows, view, to);
+        to += rows * row * value_bytes;
+        at += rows * row;
+    }
+}
+
 }  // namespace
 
 void write_elements(const SourceFiles& files, const Tensor& tensor, std::optional<ValueView> view,
@@ -34,6 +65,7 @@ void write_elements(const SourceFiles& files, const Tensor& tensor, std::optiona
         }
     };
     auto* to = static_cast<std::uint8_t*>(out);
+    if (tensor.quantization) return write_quantized_elements(files, tensor, *view, first, count, to);
     if (!view) return read_stored_blocks(tensor, first, count, read, to);
 
     const TypeTraits& type = *tensor.type;
@@ -76,7 +108,7 @@ void write_tensors(const Catalog& catalog, const SourceFiles& files, std::span<c
     std::vector<Piece> pieces;
     for (const TensorOutput& output : outputs) {
         const Tensor& tensor = catalog.tensors[output.tensor];
-        const std::uint64_t per_block = tensor.type->block_elements;
+        const std::uint64_t per_block = elements_together(tensor);
         const std::uint64_t per_piece =
             std::max<std::uint64_t>(1, kPieceBytes / element_bytes(tensor, output.view) / per_block) * per_block;
         for (std::uint64_t first = 0; first < tensor.elements; first += per_piece) {
