@@ -191,15 +191,18 @@ class CommandsWithoutFuse(unittest.TestCase):
                 for line, (_, size) in zip(summary["files"], source.files):
                     assert_size_text(self, line.split(" (")[1].rstrip(")"), size)
 
-                # The dtype table: tensors and parameters per dtype.
+                # The dtype table: tensors, parameters and bits per weight per dtype.
                 table = result.stdout.split("\n\n")[1].splitlines()
-                self.assertEqual(columns(table[0]), ["DTYPE", "TENSORS", "PARAMETERS", "SIZE"])
+                self.assertEqual(columns(table[0]), ["DTYPE", "TENSORS", "PARAMETERS", "SIZE", "BITS/WEIGHT"])
                 counted = collections.Counter(t.dtype for t in source.tensors)
-                params = collections.Counter()
+                params, stored = collections.Counter(), collections.Counter()
                 for t in source.tensors:
                     params[t.dtype] += t.elements
-                shown = {columns(row)[0]: columns(row)[1:3] for row in table[1:]}
-                self.assertEqual(shown, {d: [str(counted[d]), str(params[d])] for d in counted})
+                    stored[t.dtype] += t.nbytes
+                shown = {columns(row)[0]: columns(row)[1:3] + columns(row)[-1:] for row in table[1:]}
+                self.assertEqual(shown, {d: [str(counted[d]), str(params[d]),
+                                             f"{8 * stored[d] / params[d]:.2f}" if params[d] else "-"]
+                                         for d in counted})
 
     def test_info_text_metadata_shortened(self):
         tiny = run("info", self.sources[1].path).stdout
