@@ -114,7 +114,14 @@ Pairing pair_tensors(const Catalog& a, const Catalog& b, NameMode mode, const st
             only_b.push_back(pair);
         }
     }
+    // A part of a quantized weight (its scales, zero points...) that the other side lacks is no difference: its
+    // values are in its weight's, which is paired by its logical name.
+    const auto lone_part = [&](const TensorPair& pair) {
+        return (pair.a && !pair.b && a.tensors[*pair.a].quantization_part) ||
+               (pair.b && !pair.a && b.tensors[*pair.b].quantization_part);
+    };
     const auto keep = [&](const TensorPair& pair) {
+        if (lone_part(pair)) return false;
         return (pair.a && matches(glob, a.tensors[*pair.a].name)) || (pair.b && matches(glob, b.tensors[*pair.b].name));
     };
     for (const auto* list : {&by_a, &only_b}) {

@@ -28,7 +28,8 @@ struct Pairing {
     std::vector<TensorPair> pairs;    // in A's order, then the tensors only in B in B's order
 };
 
-// Pairs the tensors whose name (in A or in B) matches `glob` (fnmatch; empty: every tensor). Throws
+// Pairs the tensors whose name (in A or in B) matches `glob` (fnmatch; empty: every tensor). A quantized weight pairs
+// by its logical name; its other parts (scales, zero points...) that the other side lacks are left out. Throws
 // std::runtime_error when the names cannot be paired as asked: --names gguf without exactly one GGUF side, or for an
 // architecture that has no name map.
 Pairing pair_tensors(const Catalog& a, const Catalog& b, NameMode mode, const std::string& glob);
