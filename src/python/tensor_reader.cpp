@@ -1,11 +1,13 @@
 #include "tensor_reader.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "format/in_parallel.hpp"
 #include "python_errors.hpp"
 #include "python_values.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/quantized_values.hpp"
 #include "tensorfs/tensor_values.hpp"
 
 namespace py = pybind11;
@@ -29,6 +31,7 @@ TensorReader::TensorReader(std::shared_ptr<const OpenedModel> model, Framework f
 ArrayPlan TensorReader::plan(std::uint32_t tensor) const {
     const Tensor& t = model_->catalog().tensors[tensor];
     if (auto plan = maker_.plan(t, dtype_)) return *plan;
+    if (t.quantization) raise_error(single_line(t.name) + ": " + single_line(why_no_values(t)));
     raise_error(single_line(t.name) + ": its dtype " + std::string(t.type->name) + " has no float32 values and no " +
                 (maker_.framework() == Framework::Torch ? "torch" : "numpy") + " dtype; raw() gives its bytes");
 }
@@ -95,6 +98,63 @@ py::dict TensorReader::many(const std::vector<std::uint32_t>& tensors) const {
     return result;
 }
 
+void TensorReader::write_quantized_part(const Tensor& t, const ArrayPlan& plan, const Selection& selection,
+                                        char* out) const {
+    // A quantized weight's values come whole rows at a time (a scheme stored transposed gathers each row from
+    // across its parts), so the rows the selection touches are decoded in runs of rows and its elements copied out.
+    struct Run {
+        std::uint64_t first;
+        std::uint64_t count;
+        char* out;
+    };
+    const std::uint64_t row = row_elements(t);
+    const std::uint64_t rows_at_once = std::max<std::uint64_t>(1, kPieceBytes / (row * plan.item_bytes));
+    // The selection's runs, cut where a batch of rows_at_once rows would end.
+    std::vector<Run> runs;
+    const std::uint64_t border = rows_at_once * row;
+    for (const ElementRun& run : selection.runs) {
+        for (std::uint64_t r = 0; r < run.repeat; ++r) {
+            const std::uint64_t begin = run.first + r * run.stride, end = begin + run.count;
+            for (std::uint64_t at = begin; at < end;) {
+                const std::uint64_t to = std::min(end, (at / border + 1) * border);
+                runs.push_back(Run{at, to - at, out});
+                out += (to - at) * plan.item_bytes;
+                at = to;
+            }
+        }
+    }
+    // Batches of touched rows that follow each other, with the runs they hold (runs come in the tensor's order).
+    struct Batch {
+        std::uint64_t first_row;
+        std::uint64_t rows;
+        std::size_t first_run;
+        std::size_t end_run;
+    };
+    std::vector<Batch> batches;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        const std::uint64_t first_row = runs[i].first / row, last_row = (runs[i].first + runs[i].count - 1) / row;
+        if (!batches.empty() && first_row <= batches.back().first_row + batches.back().rows &&
+            last_row + 1 - batches.back().first_row <= rows_at_once) {
+            Batch& batch = batches.back();
+            batch.rows = std::max(batch.rows, last_row + 1 - batch.first_row);
+            batch.end_run = i + 1;
+        } else {
+            batches.push_back(Batch{first_row, last_row + 1 - first_row, i, i + 1});
+        }
+    }
+    const py::gil_scoped_release unlocked;
+    in_parallel(batches.size(), model_->threads(), [&](std::size_t index) {
+        const Batch& batch = batches[index];
+        thread_local std::vector<char> decoded;
+        decoded.resize(batch.rows * row * plan.item_bytes);
+        write_quantized_rows(model_->files(), t, batch.first_row, batch.rows, *plan.view, decoded.data());
+        for (std::size_t i = batch.first_run; i < batch.end_run; ++i) {
+            const std::uint64_t at = runs[i].first - batch.first_row * row;
+            std::memcpy(runs[i].out, decoded.data() + at * plan.item_bytes, runs[i].count * plan.item_bytes);
+        }
+    });
+}
+
 py::object TensorReader::part(std::uint32_t tensor, const Selection& selection) const {
     const ArrayPlan plan = this->plan(tensor);
     if (selection.runs.size() == 1 && selection.runs.front().repeat == 1) {
@@ -102,6 +162,11 @@ py::object TensorReader::part(std::uint32_t tensor, const Selection& selection) 
         if (auto array = mapped(tensor, plan, run.first, run.count, selection.shape)) return *array;
     }
     ArrayMaker::Allocated array = maker_.allocate(plan, selection.shape);
+    const Tensor& quantized = model_->catalog().tensors[tensor];
+    if (quantized.quantization) {
+        write_quantized_part(quantized, plan, selection, static_cast<char*>(array.data));
+        return array.array;
+    }
     // Pieces of at most kPieceBytes, cut at the tensor's block borders, each written where it goes in the array.
     struct Piece {
         std::uint64_t first;

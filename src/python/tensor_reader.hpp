@@ -36,6 +36,9 @@ public:
     pybind11::object part(std::uint32_t tensor, const Selection& selection) const;
 
 private:
+    // part() of a quantized weight: its touched rows decoded in batches, the selected elements copied to `out`.
+    void write_quantized_part(const Tensor& t, const ArrayPlan& plan, const Selection& selection, char* out) const;
+
     // The array over the mapped file for elements [first, first + count), when that needs no copy.
     std::optional<pybind11::object> mapped(std::uint32_t tensor, const ArrayPlan& plan, std::uint64_t first,
                                           std::uint64_t count, const std::vector<std::uint64_t>& shape) const;
