@@ -51,7 +51,9 @@ def f16_bits(values):
 def same_16_bits(got, expected_f32, kind):
     """Whether 16-bit values `got` (bytes or uint16) are `expected_f32` rounded (kind "bf16" or "f16"), NaN where
     it is NaN."""
-    got = np.frombuffer(got, dtype="<u2") if isinstance(got, (bytes, bytearray)) else np.asarray(got).view("<u2")
+    if isinstance(got, (bytes, bytearray)):
+        got = np.frombuffer(got, dtype="<u2")
+    got = np.asarray(got).view("<u2").ravel()
     flat = np.ascontiguousarray(expected_f32, dtype="<f4").ravel()
     if got.size != flat.size:
         return False
@@ -74,14 +76,17 @@ def e4m3_values(codes):
 
 E4M3_CODES = np.arange(256, dtype=np.uint8)
 E4M3_FINITE = E4M3_CODES[~np.isnan(e4m3_values(E4M3_CODES))]
+E4M3_ORDER = np.argsort(e4m3_values(E4M3_FINITE), kind="stable")
 
 
 def e4m3_codes(values):
-    """The nearest FP8 E4M3 byte of each float32 value (to make checkpoints; ties go to the first code)."""
-    finite = e4m3_values(E4M3_FINITE).astype(np.float64)
-    values = np.asarray(values, dtype=np.float64)
-    nearest = np.abs(values.reshape(-1, 1) - finite.reshape(1, -1)).argmin(axis=1)
-    return E4M3_FINITE[nearest].reshape(values.shape)
+    """A nearest FP8 E4M3 byte of each value (to make checkpoints: which of two equally near ones is no matter)."""
+    codes = E4M3_FINITE[E4M3_ORDER]
+    levels = e4m3_values(codes).astype(np.float64)
+    values = np.clip(np.asarray(values, dtype=np.float64), levels[0], levels[-1])
+    above = np.clip(np.searchsorted(levels, values), 1, len(levels) - 1)
+    nearer_below = values - levels[above - 1] <= levels[above] - values
+    return codes[np.where(nearer_below, above - 1, above)]
 
 
 def bf16_bytes(values):

@@ -3,13 +3,17 @@ real mounts and through `tensorfs cat`, `ls`, `info` and `validate`: every logic
 against the vectors' expected values, its meta.json, and model.safetensors both as stored (keep) and dequantized
 (bf16), read back by the test's own safetensors reader, with the root's config.json of a plain model."""
 import json
+import math
 import os
+import shutil
+import tempfile
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from quantized_models import HFQUANT, expected_values, hfquant_manifest, same_16_bits
+from quantized_models import (HFQUANT, bf16_bytes, e4m3_codes, expected_values, hfquant_manifest, same_16_bits,
+                              write_model)
 from safetensors_reader import SafetensorsFile
 from tensorfs_mount import Mount, read_file, run, same_floats
 
@@ -192,3 +196,35 @@ class CatAndCommands(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DiffAgainstTheOriginal(unittest.TestCase):
+    def test_every_weight_pairs_with_a_finite_snr(self):
+        rng = np.random.default_rng(11)
+        root = tempfile.mkdtemp(prefix="tensorfs-quantized-diff-")
+        try:
+            original, quantized = [], []
+            for index in range(3):
+                name = f"model.layers.{index}.mlp.up_proj.weight"
+                values = rng.standard_normal((256, 384)).astype(np.float32)
+                original.append((name, "BF16", [256, 384], bf16_bytes(values)))
+                scales = (np.abs(values).reshape(2, 128, 3, 128).max(axis=(1, 3)) / 448).astype(np.float32)
+                codes = e4m3_codes(values / np.repeat(np.repeat(scales, 128, 0), 128, 1))
+                quantized += [(name, "F8_E4M3", [256, 384], codes.tobytes()),
+                              (name + "_scale_inv", "F32", [2, 3], scales.tobytes())]
+            norm = ("model.norm.weight", "BF16", [384], bf16_bytes(np.ones(384)))
+            write_model(os.path.join(root, "bf16"), original + [norm])
+            write_model(os.path.join(root, "fp8"), quantized + [norm],
+                        {"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]})
+            result = run("diff", os.path.join(root, "bf16"), os.path.join(root, "fp8"), "--json")
+            self.assertEqual(result.returncode, 1, result.stderr)
+            rows = [json.loads(line) for line in result.stdout.splitlines()]
+            pairs = {row["a"]: row for row in rows if row.get("kind") == "pair"}
+            self.assertEqual(sorted(pairs), sorted(name for name, *_ in original + [norm]))
+            self.assertEqual([row for row in rows if row.get("kind") == "unpaired"], [])
+            for name, *_ in original:
+                self.assertTrue(pairs[name]["values_compared"], pairs[name])
+                self.assertTrue(math.isfinite(pairs[name]["snr_db"]) and pairs[name]["snr_db"] > 20, pairs[name])
+            self.assertEqual(pairs["model.norm.weight"]["status"], "identical")
+        finally:
+            shutil.rmtree(root)
