@@ -15,7 +15,8 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-60}
 shift || true
-all_targets=(fuzz_safetensors fuzz_index fuzz_gguf fuzz_content fuzz_kernels fuzz_s3_answer fuzz_pickle fuzz_zip)
+all_targets=(fuzz_safetensors fuzz_index fuzz_gguf fuzz_content fuzz_kernels fuzz_s3_answer fuzz_pickle fuzz_zip
+             fuzz_quantized)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all_targets[@]}")
 build=${TENSORFS_FUZZ_BUILD:-build-fuzz}
@@ -54,6 +55,16 @@ for path in sys.argv[2:]:
 EOF
       find "$build/pickles" -name '*.pkl' ;;
     fuzz_zip) find "$pytorch" -name '*.pt' -o -name '*.bin' ;;
+    fuzz_quantized)  # each quantized reference model's config.json and first shard, in one input
+      mkdir -p "$build/quantized"
+      for folder in "$vectors"/hfquant/*/; do
+        [ -f "$folder/config.json" ] || continue
+        /usr/bin/python3 -c 'import sys, struct
+config, shard = (open(p, "rb").read() for p in sys.argv[1:3])
+open(sys.argv[3], "wb").write(struct.pack("<I", len(config)) + config + shard)' \
+          "$folder/config.json" "$folder/model-00001-of-00002.safetensors" "$build/quantized/$(basename "$folder")"
+      done
+      find "$build/quantized" -type f ;;
     *) echo "unknown target $1" >&2; return 1 ;;
   esac
 }

@@ -121,43 +121,74 @@ private:
 
 // The promises every accepted catalog makes to the tree and to Content: sizes that add up and bytes that lie
 // inside their file, with no arithmetic that wraps.
+inline void check_stored_tensor(const Catalog& catalog, const Tensor& tensor);
+
+// A quantized weight: its logical shape and elements, and each part a stored tensor of the catalog's files.
+inline void check_quantized(const Catalog& catalog, const Tensor& tensor) {
+    const std::string who = "quantized weight '" + tensor.name + "': ";
+    const Quantization& quantization = *tensor.quantization;
+    expect(!quantization.parts.empty(), who + "no parts");
+    const Tensor& main = quantization.parts.front().stored;
+    expect(tensor.file == main.file && tensor.offset == main.offset && tensor.nbytes == main.nbytes &&
+               tensor.type == main.type,
+           who + "its raw bytes are not its main part's");
+    std::uint64_t elements = 1;
+    for (const std::uint64_t dim : tensor.shape) {
+        expect(dim == 0 || elements <= UINT64_MAX / dim, who + "shape product overflows");
+        elements *= dim;
+    }
+    expect(elements == tensor.elements && elements <= UINT64_MAX / 4, who + "elements != product of shape");
+    expect(tensor.has_values() == quantization.problem.empty(), who + "values and problem disagree");
+    expect(tensor.raw_in_c_order == !tensor.has_values(), who + "a decodable weight's raw bytes are no values");
+    for (const QuantizedPart& part : quantization.parts) check_stored_tensor(catalog, part.stored);
+}
+
 inline void check_catalog(const Catalog& catalog) {
     expect(!catalog.files.empty(), "accepted catalog has no file");
     for (const Tensor& tensor : catalog.tensors) {
-        const std::string who = "tensor '" + tensor.name + "': ";
-        expect(tensor.type != nullptr, who + "no type");
-        expect(tensor.file < catalog.files.size(), who + "file index out of range");
-        std::uint64_t elements = 1;
-        for (const std::uint64_t dim : tensor.shape) {
-            expect(dim == 0 || elements <= UINT64_MAX / dim, who + "shape product overflows");
-            elements *= dim;
-        }
-        expect(elements == tensor.elements, who + "elements != product of shape");
-        expect(tensor.type->block_elements > 0 && elements % tensor.type->block_elements == 0,
-               who + "elements not a whole number of blocks");
-        expect(tensor.blocks() <= UINT64_MAX / tensor.type->block_bytes, who + "stored size overflows");
-        expect(tensor.raw_in_c_order == !tensor.strided(), who + "raw_in_c_order disagrees with its strides");
-        if (tensor.strided()) {
-            // A view: its bytes span from its first element to its last.
-            expect(tensor.stride.size() == tensor.shape.size() && tensor.type->block_elements == 1 && elements > 0,
-                   who + "strides that do not fit the shape or the type");
-            std::uint64_t last = 0;
-            for (std::size_t d = 0; d < tensor.shape.size(); ++d) {
-                expect(tensor.stride[d] == 0 || tensor.shape[d] - 1 <= (UINT64_MAX - last) / tensor.stride[d],
-                       who + "stride reach overflows");
-                last += (tensor.shape[d] - 1) * tensor.stride[d];
-            }
-            expect(last < UINT64_MAX / tensor.type->block_bytes &&
-                       (last + 1) * tensor.type->block_bytes == tensor.nbytes,
-                   who + "nbytes != the span of its elements");
+        if (tensor.quantization) {
+            check_quantized(catalog, tensor);
         } else {
-            expect(tensor.blocks() * tensor.type->block_bytes == tensor.nbytes, who + "nbytes != blocks * block bytes");
+            check_stored_tensor(catalog, tensor);
         }
-        expect(tensor.elements <= UINT64_MAX / 4, who + "float32 size overflows");
-        const std::uint64_t file_size = catalog.files[tensor.file].size;
-        expect(tensor.offset <= file_size && tensor.nbytes <= file_size - tensor.offset,
-               who + "bytes run past the end of the file");
     }
+}
+
+// A tensor as its file stores it: sizes that add up, bytes inside the file.
+inline void check_stored_tensor(const Catalog& catalog, const Tensor& tensor) {
+    const std::string who = "tensor '" + tensor.name + "': ";
+    expect(tensor.type != nullptr, who + "no type");
+    expect(tensor.file < catalog.files.size(), who + "file index out of range");
+    std::uint64_t elements = 1;
+    for (const std::uint64_t dim : tensor.shape) {
+        expect(dim == 0 || elements <= UINT64_MAX / dim, who + "shape product overflows");
+        elements *= dim;
+    }
+    expect(elements == tensor.elements, who + "elements != product of shape");
+    expect(tensor.type->block_elements > 0 && elements % tensor.type->block_elements == 0,
+           who + "elements not a whole number of blocks");
+    expect(tensor.blocks() <= UINT64_MAX / tensor.type->block_bytes, who + "stored size overflows");
+    expect(tensor.raw_in_c_order == !tensor.strided(), who + "raw_in_c_order disagrees with its strides");
+    if (tensor.strided()) {
+        // A view: its bytes span from its first element to its last.
+        expect(tensor.stride.size() == tensor.shape.size() && tensor.type->block_elements == 1 && elements > 0,
+               who + "strides that do not fit the shape or the type");
+        std::uint64_t last = 0;
+        for (std::size_t d = 0; d < tensor.shape.size(); ++d) {
+            expect(tensor.stride[d] == 0 || tensor.shape[d] - 1 <= (UINT64_MAX - last) / tensor.stride[d],
+                   who + "stride reach overflows");
+            last += (tensor.shape[d] - 1) * tensor.stride[d];
+        }
+        expect(last < UINT64_MAX / tensor.type->block_bytes &&
+                   (last + 1) * tensor.type->block_bytes == tensor.nbytes,
+               who + "nbytes != the span of its elements");
+    } else {
+        expect(tensor.blocks() * tensor.type->block_bytes == tensor.nbytes, who + "nbytes != blocks * block bytes");
+    }
+    expect(tensor.elements <= UINT64_MAX / 4, who + "float32 size overflows");
+    const std::uint64_t file_size = catalog.files[tensor.file].size;
+    expect(tensor.offset <= file_size && tensor.nbytes <= file_size - tensor.offset,
+           who + "bytes run past the end of the file");
 }
 
 // Parses `path` as a SOURCE; nullopt when refused. An accepted source must also make a tree and its model.json.
@@ -388,6 +419,21 @@ inline void check_content(const std::uint8_t* data, std::size_t size) {
     const bool gguf = size >= 4 && std::memcmp(data, "GGUF", 4) == 0;
     const bool pytorch = size >= 2 && (std::memcmp(data, "PK", 2) == 0 || data[0] == 0x80);
     check_content_of(gguf ? "content.gguf" : pytorch ? "content.pt" : "content.safetensors", data, size);
+}
+
+// The input is a quantized model's folder in one piece: a 4-byte little-endian length, that many bytes of
+// config.json, then a safetensors file, read through Content as check_content does beside that config (its
+// quantization_config and the tensors' names make the quantized weights). The config goes with the input.
+inline void check_quantized_model(const std::uint8_t* data, std::size_t size) {
+    if (size < 4) return;
+    std::uint32_t length = 0;
+    std::memcpy(&length, data, 4);
+    const std::size_t config_length = std::min<std::size_t>(length, size - 4);
+    struct Config {
+        std::string path;
+        ~Config() { std::filesystem::remove(path); }
+    } config{Scratch::instance().write("config.json", data + 4, config_length)};
+    check_content_of("quantized.safetensors", data + 4 + config_length, size - 4 - config_length);
 }
 
 // The input is a PyTorch checkpoint (zip archive or legacy file), read through Content as check_content does.

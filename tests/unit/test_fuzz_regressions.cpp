@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -31,6 +32,7 @@ const std::map<std::string, Check>& checks_by_target() {
         {"fuzz_s3_answer", fuzz::check_s3_answer},
         {"fuzz_pickle", fuzz::check_pickle},
         {"fuzz_zip", fuzz::check_pytorch_file},
+        {"fuzz_quantized", fuzz::check_quantized_model},
     };
     return checks;
 }
@@ -119,6 +121,22 @@ BOOST_AUTO_TEST_CASE(seed_corpus_passes_the_checks) {
         }
     }
     BOOST_TEST(pickles >= 20u);  // the seeds of fuzz_pickle
+
+    // The seeds of fuzz_quantized: each quantized reference model's config.json and first shard, in one input.
+    std::size_t quantized = 0;
+    for (const auto& folder : fs::directory_iterator(test::vectors_path("hfquant"))) {
+        if (!fs::exists(folder.path() / "config.json")) continue;
+        const auto config = test::read_bytes((folder.path() / "config.json").string());
+        const auto shard = test::read_bytes((folder.path() / "model-00001-of-00002.safetensors").string());
+        std::vector<std::uint8_t> input(4);
+        const auto length = static_cast<std::uint32_t>(config.size());
+        std::memcpy(input.data(), &length, 4);
+        input.insert(input.end(), config.begin(), config.end());
+        input.insert(input.end(), shard.begin(), shard.end());
+        fuzz::check_quantized_model(input.data(), input.size());
+        ++quantized;
+    }
+    BOOST_TEST(quantized == 11u);
 }
 
 BOOST_AUTO_TEST_CASE(checks_accept_valid_sources) {
