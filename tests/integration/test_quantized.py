@@ -125,6 +125,12 @@ class MountedVectors(unittest.TestCase):
                 self.assertEqual(list(config.items()), list(original.items()))
                 self.assertEqual(read_file(os.path.join(mount.path, "source", "config.json")),
                                  read_file(os.path.join(folder_path(folder), "config.json")))
+                # convert writes the same file without a mount.
+                converted = os.path.join(mount.tmp, "converted.safetensors")
+                result = run("convert", folder_path(folder), converted, "--dtype", "bf16")
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual(read_file(converted), data)
+                os.remove(converted)
                 root = set(os.listdir(mount.path))
                 self.assertNotIn("hf_quant_config.json", root)
                 if os.path.exists(os.path.join(folder_path(folder), "hf_quant_config.json")):
