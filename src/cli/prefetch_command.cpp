@@ -64,7 +64,8 @@ bool matches(const std::optional<std::string>& glob, const std::string& path) {
     return !glob || ::fnmatch(glob->c_str(), path.c_str(), 0) == 0;
 }
 
-// The weight files of the model, whole, or the bytes of the tensors that match `tensors`.
+// The weight files of the model, whole, or the bytes of the tensors that match `tensors` (a quantized weight's with
+// all its parts': its values are made from them).
 std::vector<WantedFile> weights_wanted(const Catalog& catalog, const std::optional<std::string>& tensors,
                                        const std::optional<std::string>& files) {
     std::vector<WantedFile> wanted;
@@ -74,8 +75,12 @@ std::vector<WantedFile> weights_wanted(const Catalog& catalog, const std::option
         std::vector<Span> spans;
         if (!tensors) spans.push_back(Span{0, file.size});
         for (const Tensor& tensor : catalog.tensors) {
-            if (tensors && tensor.file == i && matches(tensors, tensor.name)) {
-                spans.push_back(Span{tensor.offset, tensor.offset + tensor.nbytes});
+            if (!tensors || !matches(tensors, tensor.name)) continue;
+            if (tensor.file == i) spans.push_back(Span{tensor.offset, tensor.offset + tensor.nbytes});
+            if (!tensor.quantization) continue;
+            for (const QuantizedPart& part : tensor.quantization->parts) {
+                const Tensor& stored = part.stored;
+                if (stored.file == i) spans.push_back(Span{stored.offset, stored.offset + stored.nbytes});
             }
         }
         if (!spans.empty()) wanted.push_back(WantedFile{file.display, file.object, merged(std::move(spans))});
