@@ -81,7 +81,7 @@ const Kernel kKernels[] = {
      }},
     {"transpose",
      [](const QuantizedKernels& k, const Inputs& in, std::size_t, float* out) {
-         k.transpose(in.floats.data(), in.side, in.side, out);
+         k.transpose(in.floats.data(), in.side, in.side, out, in.side);
      }},
 };
 

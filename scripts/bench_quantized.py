@@ -3,7 +3,7 @@ next to its baseline measured in the same round. One model per scheme of 4 weigh
 random stored values and ordinary scales, written here:
 
 Q1. each scheme's weight decoded whole on one thread (bench_quantized_rows: parts read from the page cache, kernels,
-    1 MiB of output at a time), into float32 and into bfloat16 / memcpy of the same output (target >= 0.5)
+    4 MiB of output at a time), into float32 and into bfloat16 / memcpy of the same output (target >= 0.5)
 Q2. each scheme's weight read whole through a fresh mount, dequant.bf16 / its raw, both first passes with 1 MiB
     reads (bytes per second of each file; target >= 0.9: decoding is never what a reader waits for)
 Q3. tensorfs.load(dtype="bf16") of a 1 GiB FP8-block model (64 weights of 4096 x 4096 and their block scales) from
@@ -96,8 +96,6 @@ def as_stored(dtype, array):
 
 def write_model(folder, scheme, weights, side, rng):
     """One model of `weights` weights of `scheme`; returns the logical names."""
-    sys.path.insert(0, os.path.join(bench_load.ROOT, "tests", "integration"))
-    from quantized_models import write_model as write_quantized_model
     tensors, names = [], []
     for index in range(weights):
         logical, parts = weight_parts(scheme, f"model.layers.{index}.mlp.down_proj.weight", rng, side)
@@ -113,6 +111,12 @@ def rows_rate(bench, source, name):
 
 
 def run(bench, scale):
+    # The tests' writer of quantized models (tests/integration/quantized_models.py) and what its helpers read.
+    os.environ.setdefault("TENSORFS_BIN", bench.tensorfs)
+    os.environ.setdefault("TENSORFS_TEST_DATA", os.path.join(bench_load.ROOT, "tests", "data"))
+    sys.path.insert(0, os.path.join(bench_load.ROOT, "tests", "integration"))
+    global write_quantized_model
+    from quantized_models import write_model as write_quantized_model
     side = max(256, int(SIDE * scale) // 256 * 256)
     rng = np.random.default_rng(45)
     root = tempfile.mkdtemp(prefix="quantized-", dir=bench.work)

@@ -52,9 +52,9 @@ struct QuantizedKernels {
     void (*awq_row)(const std::uint32_t* words, std::size_t n, const std::int32_t* zeros, const float* scales,
                     float* out);
 
-    // dst[c * rows + r] = src[r * cols + c]: a rows x cols matrix transposed (GPTQ, AWQ and MXFP4 store the
-    // transpose of the weight a model uses).
-    void (*transpose)(const float* src, std::size_t rows, std::size_t cols, float* dst);
+    // dst[c * dst_stride + r] = src[r * cols + c]: a rows x cols matrix transposed (GPTQ, AWQ and MXFP4 store the
+    // transpose of the weight a model uses), into rows of dst_stride >= rows values (a tile of a larger matrix).
+    void (*transpose)(const float* src, std::size_t rows, std::size_t cols, float* dst, std::size_t dst_stride);
 };
 
 // The field of a word that holds column c % 8 of AWQ's packing.

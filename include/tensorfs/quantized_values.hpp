@@ -17,6 +17,11 @@ inline std::uint64_t row_elements(const Tensor& tensor) { return tensor.shape.em
 // across the parts' bytes, so more of them at once cost fewer reads.
 bool stored_transposed(const Quantization& quantization);
 
+// The rows of the weight a reader that wants it whole (cat, Python) has made at a time: about 4 MiB of values in
+// `view`, or 16 MiB for a scheme stored transposed (each of its reads takes a run of every stored row, which more
+// rows make longer). At least one row.
+std::uint64_t rows_at_once(const Tensor& tensor, ValueView view);
+
 // Writes rows [first_row, first_row + rows) of the weight's values in `view` to `out`. The weight must have values
 // (Tensor::has_values). Throws IoError when a part cannot be read, or when its values do not fit (a g_idx entry out
 // of range), naming the tensor.

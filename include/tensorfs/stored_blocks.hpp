@@ -13,6 +13,11 @@
 
 namespace tensorfs {
 
+// Bytes wanted from a source file that lie closer than this are read together, the gap between them too: one read
+// of a few KiB costs less than two reads. No such read is longer than kLongestGatherRead.
+inline constexpr std::uint64_t kNearbyBytes = 4 << 10;
+inline constexpr std::uint64_t kLongestGatherRead = 1 << 20;
+
 // Reads `length` bytes at `offset` of a tensor's raw bytes into `dst`; throws IoError.
 using ReadRaw = std::function<void(std::uint64_t offset, std::size_t length, void* dst)>;
 

@@ -114,7 +114,8 @@ TENSORFS_TARGET void awq_row(const std::uint32_t* words, std::size_t n, const st
     portable::awq_row(words + c / 8, n - c, zeros + c, scales + c, out + c);
 }
 
-TENSORFS_TARGET void transpose(const float* src, std::size_t rows, std::size_t cols, float* dst) {
+TENSORFS_TARGET void transpose(const float* src, std::size_t rows, std::size_t cols, float* dst,
+                               std::size_t dst_stride) {
     // The blocks of quantized_scalar.hpp in kLanes x kLanes tiles; the rows and columns left over from whole tiles go
     // value by value.
     const std::size_t whole_rows = rows / kLanes * kLanes, whole_cols = cols / kLanes * kLanes;
@@ -124,11 +125,11 @@ TENSORFS_TARGET void transpose(const float* src, std::size_t rows, std::size_t c
             const std::size_t col_end = std::min(block_col + kTransposeBlockCols, whole_cols);
             for (std::size_t c = block_col; c < col_end; c += kLanes) {
                 for (std::size_t r = block_row; r < row_end; r += kLanes) {
-                    transpose_square(src + r * cols + c, cols, dst + c * rows + r, rows);
+                    transpose_square(src + r * cols + c, cols, dst + c * dst_stride + r, dst_stride);
                 }
             }
         }
     }
-    transpose_tile(src + whole_cols, cols, whole_rows, cols - whole_cols, dst + whole_cols * rows, rows);
-    transpose_tile(src + whole_rows * cols, cols, rows - whole_rows, cols, dst + whole_rows, rows);
+    transpose_tile(src + whole_cols, cols, whole_rows, cols - whole_cols, dst + whole_cols * dst_stride, dst_stride);
+    transpose_tile(src + whole_rows * cols, cols, rows - whole_rows, cols, dst + whole_rows, dst_stride);
 }

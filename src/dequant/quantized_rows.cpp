@@ -53,11 +53,11 @@ void awq_row(const std::uint32_t* words, std::size_t n, const std::int32_t* zero
     for (std::size_t c = 0; c < n; ++c) out[c] = integer_value(awq_field(words, c), zeros[c], scales[c]);
 }
 
-void transpose(const float* src, std::size_t rows, std::size_t cols, float* dst) {
+void transpose(const float* src, std::size_t rows, std::size_t cols, float* dst, std::size_t dst_stride) {
     for (std::size_t r = 0; r < rows; r += kTransposeBlockRows) {
         for (std::size_t c = 0; c < cols; c += kTransposeBlockCols) {
             transpose_tile(src + r * cols + c, cols, std::min(kTransposeBlockRows, rows - r),
-                           std::min(kTransposeBlockCols, cols - c), dst + c * rows + r, rows);
+                           std::min(kTransposeBlockCols, cols - c), dst + c * dst_stride + r, dst_stride);
         }
     }
 }

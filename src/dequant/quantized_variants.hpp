@@ -18,7 +18,7 @@ namespace tensorfs::quantized {
                         const std::int32_t* zeros, const float* scales, float* out);                                \
     void awq_row(const std::uint32_t* words, std::size_t n, const std::int32_t* zeros, const float* scales,         \
                  float* out);                                                                                       \
-    void transpose(const float* src, std::size_t rows, std::size_t cols, float* dst);
+    void transpose(const float* src, std::size_t rows, std::size_t cols, float* dst, std::size_t dst_stride);
 
 // quantized_rows.cpp: plain C++, the reference.
 namespace portable {

@@ -108,10 +108,10 @@ void TensorReader::write_quantized_part(const Tensor& t, const ArrayPlan& plan, 
         char* out;
     };
     const std::uint64_t row = row_elements(t);
-    const std::uint64_t rows_at_once = std::max<std::uint64_t>(1, kPieceBytes / (row * plan.item_bytes));
+    const std::uint64_t rows_together = rows_at_once(t, *plan.view);
     // The selection's runs, cut where a batch of rows_at_once rows would end.
     std::vector<Run> runs;
-    const std::uint64_t border = rows_at_once * row;
+    const std::uint64_t border = rows_together * row;
     for (const ElementRun& run : selection.runs) {
         for (std::uint64_t r = 0; r < run.repeat; ++r) {
             const std::uint64_t begin = run.first + r * run.stride, end = begin + run.count;
@@ -134,7 +134,7 @@ void TensorReader::write_quantized_part(const Tensor& t, const ArrayPlan& plan, 
     for (std::size_t i = 0; i < runs.size(); ++i) {
         const std::uint64_t first_row = runs[i].first / row, last_row = (runs[i].first + runs[i].count - 1) / row;
         if (!batches.empty() && first_row <= batches.back().first_row + batches.back().rows &&
-            last_row + 1 - batches.back().first_row <= rows_at_once) {
+            last_row + 1 - batches.back().first_row <= rows_together) {
             Batch& batch = batches.back();
             batch.rows = std::max(batch.rows, last_row + 1 - batch.first_row);
             batch.end_run = i + 1;

@@ -1,7 +1,7 @@
 // Each scheme reads, for a run of logical rows, the parts' bytes those rows need, and hands them row by row to the
 // kernels of quantized_kernels.hpp, which follow the references (cited there). Schemes that store the transpose of
-// the logical weight (GPTQ, AWQ, MXFP4) decode a slab in the stored orientation, a stored row at a time (so that the
-// kernels run along contiguous columns), and transpose it.
+// the logical weight (GPTQ, AWQ, MXFP4) decode tiles of stored rows (so that the kernels run along contiguous
+// columns), each transposed into its place in the output while it is still in the cache.
 //
 // The shapes were checked against each other when the model was opened (src/format/quantized_weights.cpp); values
 // are checked here, where they are read (g_idx entries).
@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
-#include <vector>
+#include <memory>
 
 #include "tensorfs/decode_view.hpp"
 #include "tensorfs/errors.hpp"
@@ -23,12 +23,43 @@ namespace {
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
-// Memory a thread reuses from one run of rows to the next: after the first, decoding allocates nothing.
+// Stored rows of a transposed scheme decoded at a time: a tile of [kTileRows, chunk rows] values stays in the
+// core's L2 cache between its decode and its transpose into the output.
+constexpr std::uint64_t kTileRows = 64;
+
+// Memory a thread reuses from one run of rows to the next, never cleared: after the first, decoding allocates
+// nothing, and a buffer's first use costs no pass of zeros over memory it is about to write.
 template <typename T>
-T* room(std::vector<T>& buffer, std::uint64_t count) {
-    if (buffer.size() < count) buffer.resize(count);
-    return buffer.data();
-}
+class Buffer {
+public:
+    T* room(std::uint64_t count) {
+        if (count > size_) {
+            data_ = std::make_unique_for_overwrite<T[]>(count);
+            size_ = count;
+        }
+        return data_.get();
+    }
+
+private:
+    std::unique_ptr<T[]> data_;
+    std::uint64_t size_ = 0;
+};
+
+// The scratch memory of one decode, by purpose.
+struct Scratch {
+    Buffer<std::uint8_t> main;      // the main part's bytes
+    Buffer<std::uint8_t> raw;       // a part's bytes before they become numbers
+    Buffer<std::uint8_t> run;       // stored rows read at once, their columns to pick
+    Buffer<float> scales;
+    Buffer<std::int32_t> zeros;
+    Buffer<std::int32_t> groups;    // g_idx
+    Buffer<float> tile;             // values in the stored orientation
+    Buffer<float> narrowing;        // float32 values on their way to 16 bits
+    Buffer<float> column_scales;    // per column, for act-order
+    Buffer<std::int32_t> column_zeros;
+};
+
+thread_local Scratch scratch;
 
 // Where decoded float32 rows go: straight into the output for the F32 view, else through a buffer rounded to 16
 // bits.
@@ -39,18 +70,26 @@ public:
     // Memory for float32 row `row` (counted from the first written): the output itself, or the buffer.
     float* row(std::uint64_t row) {
         if (view_ == ValueView::F32) return static_cast<float*>(out_) + row * length_;
-        return room(narrowing_, length_);
+        return scratch.narrowing.room(length_);
     }
     // Called once row `row` is in the memory row() gave.
     void written(std::uint64_t row) {
-        if (view_ != ValueView::F32) narrow(narrowing_.data(), length_, row * length_);
+        if (view_ != ValueView::F32) narrow(scratch.narrowing.room(length_), length_, row * length_);
     }
-    // `count` float32 values from `values` as elements [first, first + count) of the output.
-    void write(const float* values, std::uint64_t count, std::uint64_t first) {
+    // A tile of a transposed scheme: `tile` ([stored_rows, rows] values) is the columns [column, column +
+    // stored_rows) of output rows [first_row, first_row + rows).
+    void write_transposed(const float* tile, std::uint64_t stored_rows, std::uint64_t rows, std::uint64_t first_row,
+                          std::uint64_t column) {
+        const QuantizedKernels& kernels = active_quantized_kernels();
         if (view_ == ValueView::F32) {
-            std::memcpy(static_cast<float*>(out_) + first, values, count * sizeof(float));
-        } else {
-            narrow(values, count, first);
+            kernels.transpose(tile, stored_rows, rows, static_cast<float*>(out_) + first_row * length_ + column,
+                              length_);
+            return;
+        }
+        float* transposed = scratch.narrowing.room(stored_rows * rows);
+        kernels.transpose(tile, stored_rows, rows, transposed, stored_rows);
+        for (std::uint64_t r = 0; r < rows; ++r) {
+            narrow(transposed + r * stored_rows, stored_rows, (first_row + r) * length_ + column);
         }
     }
 
@@ -63,25 +102,7 @@ private:
     ValueView view_;
     std::uint64_t length_;
     void* out_;
-    static thread_local std::vector<float> narrowing_;
 };
-
-thread_local std::vector<float> RowSink::narrowing_;
-
-// The scratch memory of one decode, by purpose.
-struct Scratch {
-    std::vector<std::uint8_t> main;      // the main part's bytes
-    std::vector<std::uint8_t> raw;       // a part's bytes before they become numbers
-    std::vector<float> scales;
-    std::vector<std::int32_t> zeros;
-    std::vector<std::int32_t> groups;    // g_idx
-    std::vector<float> slab;             // values in the stored orientation
-    std::vector<float> transposed;
-    std::vector<float> column_scales;    // per column, for act-order
-    std::vector<std::int32_t> column_zeros;
-};
-
-thread_local Scratch scratch;
 
 // Reads the parts of one weight for one run of rows.
 class Parts {
@@ -97,21 +118,33 @@ public:
         files_.read_exact(part.file, part.offset + offset, static_cast<std::size_t>(length), out);
     }
 
-    // Columns [first, first + count) of every row of a part that is a [rows, columns] matrix of `element_bytes`
-    // elements (its last dimensions, in C order), gathered into a [rows, count] matrix.
+    // Columns [first, first + count) of every row of a [rows, columns] matrix of `element_bytes` elements that starts
+    // `at` bytes into a part, gathered into a [rows, count] matrix: a read per row, or runs of rows read whole where
+    // the columns left out are few.
     void read_columns(const Tensor& part, std::uint64_t rows, std::uint64_t columns, std::uint64_t first,
                       std::uint64_t count, std::size_t element_bytes, std::uint64_t at, void* out) const {
-        const ReadRaw reader = [&](std::uint64_t offset, std::size_t length, void* into) {
-            read(part, at + first * element_bytes + offset, length, into);
-        };
-        gather_strided({rows, count}, {columns, 1}, element_bytes, 0, rows * count, reader,
-                       static_cast<std::uint8_t*>(out));
+        const std::uint64_t row_bytes = columns * element_bytes, wanted = count * element_bytes;
+        auto* to = static_cast<std::uint8_t*>(out);
+        at += first * element_bytes;
+        if (rows == 0 || wanted == 0) return;
+        if (wanted == row_bytes) return read(part, at, rows * row_bytes, to);
+        if (row_bytes - wanted > kNearbyBytes) {
+            for (std::uint64_t r = 0; r < rows; ++r) read(part, at + r * row_bytes, wanted, to + r * wanted);
+            return;
+        }
+        const std::uint64_t rows_per_run = std::max<std::uint64_t>(1, kLongestGatherRead / row_bytes);
+        std::uint8_t* run = scratch.run.room((rows_per_run - 1) * row_bytes + wanted);
+        for (std::uint64_t r = 0; r < rows; r += rows_per_run) {
+            const std::uint64_t n = std::min(rows_per_run, rows - r);
+            read(part, at + r * row_bytes, (n - 1) * row_bytes + wanted, run);
+            for (std::uint64_t i = 0; i < n; ++i) std::memcpy(to + (r + i) * wanted, run + i * row_bytes, wanted);
+        }
     }
 
     // The float32 values of elements [first, first + count) of a part whose elements are single floats (F32, BF16,
     // F16, F8_E4M3), exactly.
     void read_floats(const Tensor& part, std::uint64_t first, std::uint64_t count, float* out) const {
-        std::uint8_t* bytes = room(scratch.raw, count * part.type->block_bytes);
+        std::uint8_t* bytes = scratch.raw.room(count * part.type->block_bytes);
         read(part, first * part.type->block_bytes, count * part.type->block_bytes, bytes);
         decode_blocks(*part.type, bytes, count, ValueView::F32, out);
     }
@@ -120,14 +153,14 @@ public:
     void read_float_columns(const Tensor& part, std::uint64_t rows, std::uint64_t columns, std::uint64_t first,
                             std::uint64_t count, float* out) const {
         const std::size_t size = part.type->block_bytes;
-        std::uint8_t* bytes = room(scratch.raw, rows * count * size);
+        std::uint8_t* bytes = scratch.raw.room(rows * count * size);
         read_columns(part, rows, columns, first, count, size, 0, bytes);
         decode_blocks(*part.type, bytes, rows * count, ValueView::F32, out);
     }
 
     // The group of every input column: g_idx's entries, each checked to name one of `groups` groups.
     const std::int32_t* group_indexes(const Tensor& part, std::uint64_t groups) const {
-        std::int32_t* entries = room(scratch.groups, part.elements);
+        std::int32_t* entries = scratch.groups.room(part.elements);
         read(part, 0, part.elements * 4, entries);
         for (std::uint64_t i = 0; i < part.elements; ++i) {
             if (entries[i] < 0 || static_cast<std::uint64_t>(entries[i]) >= groups) {
@@ -158,9 +191,9 @@ void fp8_rows(const Parts& parts, const Tensor& tensor, std::uint64_t first, std
     const std::uint64_t scale_columns = ceil_div(in, q.block_columns);
     const std::uint64_t first_scale_row = first / q.block_rows;
     const std::uint64_t scale_rows = (first + rows - 1) / q.block_rows - first_scale_row + 1;
-    std::uint8_t* values = room(scratch.main, rows * in);
+    std::uint8_t* values = scratch.main.room(rows * in);
     parts.read(parts.stored("weight"), first * in, rows * in, values);
-    float* scales = room(scratch.scales, scale_rows * scale_columns);
+    float* scales = scratch.scales.room(scale_rows * scale_columns);
     parts.read_floats(scale, first_scale_row * scale_columns, scale_rows * scale_columns, scales);
     const QuantizedKernels& kernels = active_quantized_kernels();
     for (std::uint64_t r = 0; r < rows; ++r) {
@@ -174,11 +207,11 @@ void fp8_rows(const Parts& parts, const Tensor& tensor, std::uint64_t first, std
 // scale's product first.
 void nvfp4_rows(const Parts& parts, const Tensor& tensor, std::uint64_t first, std::uint64_t rows, RowSink& sink) {
     const std::uint64_t in = tensor.shape[1], half = in / 2, blocks = ceil_div(in, 16);
-    std::uint8_t* values = room(scratch.main, rows * half);
+    std::uint8_t* values = scratch.main.room(rows * half);
     parts.read(parts.stored("weight"), first * half, rows * half, values);
     float global = 0;
     parts.read_floats(parts.stored("weight_scale_2"), 0, 1, &global);
-    float* scales = room(scratch.scales, rows * blocks);
+    float* scales = scratch.scales.room(rows * blocks);
     parts.read_floats(parts.stored("weight_scale"), first * blocks, rows * blocks, scales);
     for (std::uint64_t i = 0; i < rows * blocks; ++i) scales[i] = scales[i] * global;
     const QuantizedKernels& kernels = active_quantized_kernels();
@@ -186,6 +219,12 @@ void nvfp4_rows(const Parts& parts, const Tensor& tensor, std::uint64_t first, s
         kernels.nvfp4_scaled(values + r * half, in, scales + r * blocks, sink.row(r));
         sink.written(r);
     }
+}
+
+// Keeps columns [skip, skip + count) of each of the `rows` rows of a [rows, width] tile, packed as [rows, count].
+void keep_columns(float* tile, std::uint64_t rows, std::uint64_t width, std::uint64_t skip, std::uint64_t count) {
+    if (skip == 0 && count == width) return;
+    for (std::uint64_t r = 0; r < rows; ++r) std::memmove(tile + r * count, tile + r * width + skip, count * 4);
 }
 
 // mxfp4 (gpt-oss _get_mxfp4_tensor, then transformers' transpose): logical row (e, k) is column k of expert e's
@@ -202,30 +241,25 @@ void mxfp4_rows(const Parts& parts, const Tensor& tensor, std::uint64_t first, s
         const std::uint64_t first_group = column / 32, group_count = ceil_div(column + count, 32) - first_group;
         const std::uint64_t width = group_count * 32;
         // Expert `expert`'s bytes of those groups, one run of group_count * 16 bytes per stored row.
-        std::uint8_t* packed = room(scratch.main, stored_rows * group_count * 16);
+        std::uint8_t* packed = scratch.main.room(stored_rows * group_count * 16);
         parts.read_columns(blocks, stored_rows, groups * 16, first_group * 16, group_count * 16, 1,
                            expert * stored_rows * groups * 16, packed);
-        std::uint8_t* scale_bytes = room(scratch.raw, stored_rows * group_count);
+        std::uint8_t* scale_bytes = scratch.raw.room(stored_rows * group_count);
         parts.read_columns(exponents, stored_rows, groups, first_group, group_count, 1, expert * stored_rows * groups,
                            scale_bytes);
-        float* slab = room(scratch.slab, stored_rows * width);
-        for (std::uint64_t r = 0; r < stored_rows; ++r) {
-            kernels.mxfp4_scaled(packed + r * group_count * 16, width, scale_bytes + r * group_count,
-                                 slab + r * width);
+        const std::uint64_t skip = column - first_group * 32;
+        float* tile = scratch.tile.room(kTileRows * width);
+        for (std::uint64_t r0 = 0; r0 < stored_rows; r0 += kTileRows) {
+            const std::uint64_t tile_rows = std::min(kTileRows, stored_rows - r0);
+            for (std::uint64_t r = 0; r < tile_rows; ++r) {
+                kernels.mxfp4_scaled(packed + (r0 + r) * group_count * 16, width,
+                                     scale_bytes + (r0 + r) * group_count, tile + r * width);
+            }
+            keep_columns(tile, tile_rows, width, skip, count);
+            sink.write_transposed(tile, tile_rows, count, done, r0);
         }
-        float* transposed = room(scratch.transposed, stored_rows * width);
-        kernels.transpose(slab, stored_rows, width, transposed);
-        sink.write(transposed + (column - first_group * 32) * stored_rows, count * stored_rows, done * stored_rows);
         done += count;
     }
-}
-
-// Writes the [in, n] slab (stored orientation) as rows [0, n) of the output, transposed.
-void write_transposed(const float* slab, std::uint64_t in, std::uint64_t n, std::uint64_t skip, std::uint64_t rows,
-                      RowSink& sink) {
-    float* transposed = room(scratch.transposed, in * n);
-    active_quantized_kernels().transpose(slab, in, n, transposed);
-    sink.write(transposed + skip * in, rows * in, 0);
 }
 
 // gptq (AutoGPTQ qlinear_cuda.py; GPTQModel for gptq_v2): logical row j is column j of the stored [in, out] values,
@@ -238,15 +272,15 @@ void gptq_rows(const Parts& parts, const Tensor& tensor, std::uint64_t first, st
     const Tensor& scales_part = parts.stored("scales");
     const std::uint64_t in = tensor.shape[1], out = tensor.shape[0];
     const std::uint64_t per_word = 32 / q.bits, packed_rows = qweight.shape[0], groups = scales_part.shape[0];
-    auto* words = reinterpret_cast<std::uint32_t*>(room(scratch.main, packed_rows * rows * 4));
+    auto* words = reinterpret_cast<std::uint32_t*>(scratch.main.room(packed_rows * rows * 4));
     parts.read_columns(qweight, packed_rows, out, first, rows, 4, 0, words);
-    float* scales = room(scratch.scales, groups * rows);
+    float* scales = scratch.scales.room(groups * rows);
     parts.read_float_columns(scales_part, groups, out, first, rows, scales);
     // Zero points: the words that hold columns [first, first + rows), unpacked to one per group and column.
     const std::uint64_t first_word = first / per_word, word_count = (first + rows - 1) / per_word - first_word + 1;
-    auto* zero_words = reinterpret_cast<std::uint32_t*>(room(scratch.raw, groups * word_count * 4));
+    auto* zero_words = reinterpret_cast<std::uint32_t*>(scratch.raw.room(groups * word_count * 4));
     parts.read_columns(qzeros, groups, qzeros.shape[1], first_word, word_count, 4, 0, zero_words);
-    std::int32_t* zeros = room(scratch.zeros, groups * rows);
+    std::int32_t* zeros = scratch.zeros.room(groups * rows);
     for (std::uint64_t g = 0; g < groups; ++g) {
         for (std::uint64_t j = 0; j < rows; ++j) {
             const std::int32_t stored = field(zero_words + g * word_count, first + j - first_word * per_word, q.bits);
@@ -254,14 +288,17 @@ void gptq_rows(const Parts& parts, const Tensor& tensor, std::uint64_t first, st
         }
     }
     const std::int32_t* g_idx = parts.has("g_idx") ? parts.group_indexes(parts.stored("g_idx"), groups) : nullptr;
-    float* slab = room(scratch.slab, in * rows);
+    float* tile = scratch.tile.room(kTileRows * rows);
     const QuantizedKernels& kernels = active_quantized_kernels();
-    for (std::uint64_t i = 0; i < in; ++i) {
-        const std::uint64_t g = g_idx != nullptr ? static_cast<std::uint64_t>(g_idx[i]) : i / q.group_size;
-        kernels.field_of_words(words + (i / per_word) * rows, rows, static_cast<unsigned>(q.bits * (i % per_word)),
-                               q.bits, zeros + g * rows, scales + g * rows, slab + i * rows);
+    for (std::uint64_t i0 = 0; i0 < in; i0 += kTileRows) {
+        const std::uint64_t tile_rows = std::min(kTileRows, in - i0);
+        for (std::uint64_t i = i0; i < i0 + tile_rows; ++i) {
+            const std::uint64_t g = g_idx != nullptr ? static_cast<std::uint64_t>(g_idx[i]) : i / q.group_size;
+            kernels.field_of_words(words + (i / per_word) * rows, rows, static_cast<unsigned>(q.bits * (i % per_word)),
+                                   q.bits, zeros + g * rows, scales + g * rows, tile + (i - i0) * rows);
+        }
+        sink.write_transposed(tile, tile_rows, rows, 0, i0);
     }
-    write_transposed(slab, in, rows, 0, rows, sink);
 }
 
 // awq (AutoAWQ dequantize_gemm): logical row j is column j of the stored [in, out] values, value (i, j) =
@@ -275,26 +312,31 @@ void awq_rows(const Parts& parts, const Tensor& tensor, std::uint64_t first, std
     const std::uint64_t groups = scales_part.shape[0];
     const std::uint64_t first_word = first / 8, word_count = ceil_div(first + rows, 8) - first_word;
     const std::uint64_t columns = std::min(word_count * 8, out - first_word * 8);
-    auto* words = reinterpret_cast<std::uint32_t*>(room(scratch.main, in * word_count * 4));
+    auto* words = reinterpret_cast<std::uint32_t*>(scratch.main.room(in * word_count * 4));
     parts.read_columns(qweight, in, word_columns, first_word, word_count, 4, 0, words);
-    float* scales = room(scratch.scales, groups * columns);
+    float* scales = scratch.scales.room(groups * columns);
     parts.read_float_columns(scales_part, groups, out, first_word * 8, columns, scales);
-    auto* zero_words = reinterpret_cast<std::uint32_t*>(room(scratch.raw, groups * word_count * 4));
+    auto* zero_words = reinterpret_cast<std::uint32_t*>(scratch.raw.room(groups * word_count * 4));
     parts.read_columns(qzeros, groups, word_columns, first_word, word_count, 4, 0, zero_words);
-    std::int32_t* zeros = room(scratch.zeros, groups * columns);
+    std::int32_t* zeros = scratch.zeros.room(groups * columns);
     for (std::uint64_t g = 0; g < groups; ++g) {
         for (std::uint64_t c = 0; c < columns; ++c) {
             const std::uint32_t word = zero_words[g * word_count + c / 8];
             zeros[g * columns + c] = static_cast<std::int32_t>((word >> (4 * kAwqField[c % 8])) & 15);
         }
     }
-    float* slab = room(scratch.slab, in * columns);
+    float* tile = scratch.tile.room(kTileRows * columns);
     const QuantizedKernels& kernels = active_quantized_kernels();
-    for (std::uint64_t i = 0; i < in; ++i) {
-        const std::uint64_t g = i / q.group_size;
-        kernels.awq_row(words + i * word_count, columns, zeros + g * columns, scales + g * columns, slab + i * columns);
+    for (std::uint64_t i0 = 0; i0 < in; i0 += kTileRows) {
+        const std::uint64_t tile_rows = std::min(kTileRows, in - i0);
+        for (std::uint64_t i = i0; i < i0 + tile_rows; ++i) {
+            const std::uint64_t g = i / q.group_size;
+            kernels.awq_row(words + i * word_count, columns, zeros + g * columns, scales + g * columns,
+                            tile + (i - i0) * columns);
+        }
+        keep_columns(tile, tile_rows, columns, first - first_word * 8, rows);
+        sink.write_transposed(tile, tile_rows, rows, 0, i0);
     }
-    write_transposed(slab, in, columns, first - first_word * 8, rows, sink);
 }
 
 // The groups of a pack-quantized weight's rows: the columns of its [out, groups] scales, or one for a scale of the
@@ -311,9 +353,9 @@ void pack_quantized_rows(const Parts& parts, const Tensor& tensor, std::uint64_t
     const Tensor& scale = parts.stored("weight_scale");
     const bool one_scale = scale.elements == 1;
     const std::uint64_t groups = pack_groups(scale);
-    auto* words = reinterpret_cast<std::uint32_t*>(room(scratch.main, rows * row_words * 4));
+    auto* words = reinterpret_cast<std::uint32_t*>(scratch.main.room(rows * row_words * 4));
     parts.read(parts.stored("weight_packed"), first * row_words * 4, rows * row_words * 4, words);
-    float* scales = room(scratch.scales, rows * groups);
+    float* scales = scratch.scales.room(rows * groups);
     if (one_scale) {
         parts.read_floats(scale, 0, 1, scales);
         std::fill(scales + 1, scales + rows, scales[0]);
@@ -321,20 +363,20 @@ void pack_quantized_rows(const Parts& parts, const Tensor& tensor, std::uint64_t
         parts.read_floats(scale, first * groups, rows * groups, scales);
     }
     const std::uint64_t scale_step = one_scale ? 1 : groups;   // scales of consecutive rows
-    std::int32_t* zeros = room(scratch.zeros, rows * groups);
+    std::int32_t* zeros = scratch.zeros.room(rows * groups);
     const std::int32_t offset = std::int32_t{1} << (q.bits - 1);
     if (!parts.has("weight_zero_point")) {
         std::fill(zeros, zeros + rows * groups, offset);
     } else if (const Tensor& zero_point = parts.stored("weight_zero_point"); zero_point.type->block_bytes == 1) {
         // Unpacked, as signed int8 (compressed-tensors before 0.10).
-        auto* signed_zeros = reinterpret_cast<std::int8_t*>(room(scratch.raw, rows * groups));
+        auto* signed_zeros = reinterpret_cast<std::int8_t*>(scratch.raw.room(rows * groups));
         parts.read(zero_point, first * groups, rows * groups, signed_zeros);
         for (std::uint64_t i = 0; i < rows * groups; ++i) zeros[i] = signed_zeros[i] + offset;
     } else {
         // Packed along dim 0: the zero of row j and group g is field j % per_word of word [j / per_word][g].
         const std::uint64_t first_word_row = first / per_word;
         const std::uint64_t word_rows = (first + rows - 1) / per_word - first_word_row + 1;
-        auto* zero_words = reinterpret_cast<std::uint32_t*>(room(scratch.raw, word_rows * groups * 4));
+        auto* zero_words = reinterpret_cast<std::uint32_t*>(scratch.raw.room(word_rows * groups * 4));
         parts.read(zero_point, first_word_row * groups * 4, word_rows * groups * 4, zero_words);
         for (std::uint64_t j = 0; j < rows; ++j) {
             const std::uint64_t row = first + j;
@@ -356,8 +398,8 @@ void pack_quantized_rows(const Parts& parts, const Tensor& tensor, std::uint64_t
                                      sink.row(r));
         } else {
             // Act-order: each column's own group, spelled out per column.
-            float* column_scales = room(scratch.column_scales, in);
-            std::int32_t* column_zeros = room(scratch.column_zeros, in);
+            float* column_scales = scratch.column_scales.room(in);
+            std::int32_t* column_zeros = scratch.column_zeros.room(in);
             for (std::uint64_t c = 0; c < in; ++c) {
                 column_scales[c] = row_scales[g_idx[c]];
                 column_zeros[c] = row_zeros[g_idx[c]];
@@ -382,6 +424,11 @@ std::string quantized_values_problem(const SourceFiles& files, const Tensor& ten
         return error.reason();
     }
     return {};
+}
+
+std::uint64_t rows_at_once(const Tensor& tensor, ValueView view) {
+    const std::uint64_t bytes = stored_transposed(*tensor.quantization) ? 16 << 20 : 4 << 20;
+    return std::max<std::uint64_t>(1, bytes / bytes_per_value(view) / std::max<std::uint64_t>(1, row_elements(tensor)));
 }
 
 bool stored_transposed(const Quantization& quantization) {

@@ -14,11 +14,6 @@
 namespace tensorfs {
 namespace {
 
-// Elements closer than this in the raw bytes are read together, gap included: one read of a few KiB costs less
-// than two reads.
-constexpr std::uint64_t kGapBytes = 4 << 10;
-// The longest single read.
-constexpr std::uint64_t kLongestRead = 1 << 20;
 // Elements staged at once: the staging buffer and the list of places stay in the CPU's caches.
 constexpr std::uint64_t kSlabElements = 1 << 16;
 // Side of the tiles of step 3, in elements.
@@ -115,8 +110,8 @@ void stage(const std::vector<std::uint64_t>& positions, std::size_t element, con
         });
     }
     const auto index = [&](std::size_t i) -> std::size_t { return sorted ? i : order[i]; };
-    const std::uint64_t gap = std::max<std::uint64_t>(1, kGapBytes / element);
-    const std::uint64_t longest = std::max<std::uint64_t>(1, kLongestRead / element);
+    const std::uint64_t gap = std::max<std::uint64_t>(1, kNearbyBytes / element);
+    const std::uint64_t longest = std::max<std::uint64_t>(1, kLongestGatherRead / element);
     for (std::size_t begin = 0; begin < positions.size();) {
         const std::uint64_t start = positions[index(begin)];
         std::uint64_t end = start + 1;  // one past the last element of the run

@@ -22,9 +22,12 @@ std::size_t element_bytes(const Tensor& tensor, std::optional<ValueView> view) {
     return view ? bytes_per_value(*view) : tensor.type->block_bytes;
 }
 
-// The elements a piece of work decodes together: a block, or a quantized weight's row.
-std::uint64_t elements_together(const Tensor& tensor) {
-    return tensor.quantization ? row_elements(tensor) : tensor.type->block_elements;
+// The elements of one piece of a whole tensor: about kPieceBytes of output in whole blocks, or a quantized weight's
+// rows_at_once rows.
+std::uint64_t piece_elements(const Tensor& tensor, std::optional<ValueView> view) {
+    if (tensor.quantization) return rows_at_once(tensor, *view) * row_elements(tensor);
+    const std::uint64_t per_block = tensor.type->block_elements;
+    return std::max<std::uint64_t>(1, kPieceBytes / element_bytes(tensor, view) / per_block) * per_block;
 }
 
 // Elements [first, first + count) of a quantized weight's values: its whole rows straight into place, a partial
@@ -108,9 +111,7 @@ void write_tensors(const Catalog& catalog, const SourceFiles& files, std::span<c
     std::vector<Piece> pieces;
     for (const TensorOutput& output : outputs) {
         const Tensor& tensor = catalog.tensors[output.tensor];
-        const std::uint64_t per_block = elements_together(tensor);
-        const std::uint64_t per_piece =
-            std::max<std::uint64_t>(1, kPieceBytes / element_bytes(tensor, output.view) / per_block) * per_block;
+        const std::uint64_t per_piece = piece_elements(tensor, output.view);
         for (std::uint64_t first = 0; first < tensor.elements; first += per_piece) {
             pieces.push_back(Piece{&output, first, std::min(per_piece, tensor.elements - first)});
         }

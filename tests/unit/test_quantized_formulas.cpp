@@ -279,15 +279,20 @@ BOOST_AUTO_TEST_CASE(transpose_by_hand) {
                                     6, 7, 8, 9, 10,  //
                                     11, 12, 13, 14, signalling_nan};
     check_output({1, 6, 11, 2, 7, 12, 3, 8, 13, 4, 9, 14, 5, 10, signalling_nan}, "3 x 5",
-                 [&](float* out) { portable().transpose(src.data(), 3, 5, out); });
-    check_output({}, "0 x 5", [&](float* out) { portable().transpose(src.data(), 0, 5, out); });
+                 [&](float* out) { portable().transpose(src.data(), 3, 5, out, 3); });
+    check_output({}, "0 x 5", [&](float* out) { portable().transpose(src.data(), 0, 5, out, 0); });
+    // Into rows of 4 values: the fourth of each row (the canary of the fenced output) is left alone.
+    const float untouched = from_bits(0x7FA5A5A5u);
+    check_output({1, 6, 11, untouched, 2, 7, 12, untouched, 3, 8, 13, untouched, 4, 9, 14, untouched, 5, 10,
+                  signalling_nan},
+                 "3 x 5 into rows of 4", [&](float* out) { portable().transpose(src.data(), 3, 5, out, 4); });
     // 37 x 70: every value where the formula puts it.
     std::vector<float> big(37 * 70), expected(37 * 70);
     for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i);
     for (std::size_t r = 0; r < 37; ++r) {
         for (std::size_t c = 0; c < 70; ++c) expected[c * 37 + r] = big[r * 70 + c];
     }
-    check_output(expected, "37 x 70", [&](float* out) { portable().transpose(big.data(), 37, 70, out); });
+    check_output(expected, "37 x 70", [&](float* out) { portable().transpose(big.data(), 37, 70, out, 37); });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -294,12 +294,16 @@ BOOST_AUTO_TEST_CASE(transpose) {
         for (std::size_t cols = 0; cols <= 40; cols += rows % 3 + 1) shapes.push_back({rows, cols});
     }
     for (const Shape shape : shapes) {
-        inputs.next_case();
-        const auto* src = inputs.place(inputs.any_floats(shape.rows * shape.cols));
-        check_agree(shape.rows * shape.cols, named(shape.rows, " x ", shape.cols),
-                    [&](const QuantizedKernels& k, float* out) {
-                        k.transpose(src, shape.rows, shape.cols, out);
-                    });
+        // Into rows of exactly `rows` values, and into wider ones (a tile of a larger matrix).
+        for (const std::size_t stride : {shape.rows, shape.rows + 5}) {
+            inputs.next_case();
+            const auto* src = inputs.place(inputs.any_floats(shape.rows * shape.cols));
+            const std::size_t written = shape.cols == 0 ? 0 : (shape.cols - 1) * stride + shape.rows;
+            check_agree(written, named(shape.rows, " x ", shape.cols, " into rows of ", stride),
+                        [&](const QuantizedKernels& k, float* out) {
+                            k.transpose(src, shape.rows, shape.cols, out, stride);
+                        });
+        }
     }
 }
 
