@@ -28,6 +28,7 @@
 
 #include "daemon.hpp"
 #include "fuse_ops.hpp"
+#include "remote/log.hpp"
 #include "remote/remote_context.hpp"
 #include "request_loop.hpp"
 #include "tensorfs/errors.hpp"
@@ -67,6 +68,17 @@ unsigned max_read_of(const std::vector<std::string>& fuse_options) {
 unsigned read_ahead_kb(unsigned max_read) {
     const unsigned requests = std::max(1u, (1u << 20) / std::max(max_read, 4096u));
     return requests * std::max(max_read, 4096u) / 1024;
+}
+
+// log_fd=N: the daemon's stderr becomes N (a Kubernetes mount holder's own stderr: the container's log), and its
+// warnings go there alone, each naming the volume (log_id=) and the SOURCE. Never a secret: the SOURCE is shown
+// as in /proc/mounts, without a password.
+void use_log_descriptor(const MountOptions& options) {
+    if (::fcntl(options.log_fd, F_GETFD) < 0) return;  // not open: keep the usual log
+    ::dup2(options.log_fd, STDERR_FILENO);
+    ::close(options.log_fd);
+    const std::string source = shown_source(options.source);
+    remote::log_to_stderr_only(options.log_id.empty() ? source : "volume " + options.log_id + " (" + source + ")");
 }
 
 // Options every tensorfs mount has: read-only, and named after its source in /proc/mounts.
@@ -245,6 +257,7 @@ int run_mount(const MountOptions& options) {
         daemonize_when_mounted(mountpoint, read_ahead_kb(filesystem.max_read),
                                [session] { fuse_session_unmount(session); });
     }
+    if (options.log_fd >= 0) use_log_descriptor(options);
     const int loop_result = serve(session, filesystem, options);
     fuse_session_unmount(session);
     fuse_remove_signal_handlers(session);
