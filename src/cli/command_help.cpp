@@ -102,7 +102,8 @@ constexpr CommandHelp kCommands[] = {
      "Safe while mounts use the folder: they fetch again what was removed.\n"},
     {"csi",
      "usage: tensorfs csi --endpoint unix:///PATH/csi.sock --node-id NAME [--state-dir DIR] [--cache-dir DIR]\n"
-     "                    [--disk-cache-size SIZE] [--local-root DIR]\n"
+     "                    [--disk-cache-size SIZE] [--local-root DIR] [--holder-socket PATH]\n"
+     "                    [--daemon-log holder|syslog]\n"
      "\n"
      "Serves the CSI node plugin of driver csi.tensorfs.io (CSI v1 Identity and Node services) at the socket, for\n"
      "kubelet: a volume is a SOURCE (volumeAttributes: source, and mount options by their names), mounted\n"
@@ -111,7 +112,9 @@ constexpr CommandHelp kCommands[] = {
      "pipe, never a command line, environment or file. --state-dir (default /var/lib/tensorfs/csi) keeps what was\n"
      "published, for a restarted plugin; --cache-dir (default /var/cache/tensorfs) is the one disk cache of every\n"
      "volume of the node, --disk-cache-size its size. A local SOURCE must be under --local-root (default\n"
-     "/srv/models). The plugin is started again if it dies; SIGTERM ends it.\n"
+     "/srv/models). The plugin is started again if it dies; SIGTERM ends it. With --holder-socket, the mount\n"
+     "holder of that socket (tensorfs-holder, its own DaemonSet) runs the daemons, so that they outlive the\n"
+     "plugin's container; they log to its stderr (--daemon-log syslog: to syslog).\n"
      "deploy/kubernetes/ in the source holds the manifests; the README's Kubernetes section says the rest.\n"},
     {"help",
      "usage: tensorfs help [COMMAND]\n"

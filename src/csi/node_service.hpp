@@ -32,8 +32,9 @@ public:
     grpc::Status NodeGetInfo(grpc::ServerContext*, const ::csi::v1::NodeGetInfoRequest*,
                              ::csi::v1::NodeGetInfoResponse* response) override;
 
-    // Forgets the records of targets that are no longer mounted (unpublished while the plugin was down).
-    void forget_unmounted();
+    // At start: one line per recorded volume on stderr, serving or not; the records of targets that are no longer
+    // mounted (unpublished while the plugin was down) are forgotten.
+    void take_stock();
 
 private:
     grpc::Status publish(const PublishRequest& request);
