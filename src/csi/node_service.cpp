@@ -72,7 +72,7 @@ grpc::Status NodeService::publish(const PublishRequest& request) {
                             (record ? "volume " + record->volume_id + " of " + record->source : mounts.back().source) +
                             ")"};
             }
-            return record ? grpc::Status::OK : remember(request);  // published already: one mount, as before
+            return record ? grpc::Status::OK : remember(request, false);  // published already: one mount, as before
         }
         // Its daemon died or hangs: take the dead mount away and mount again.
         if (const std::string error = clear_target(target); !error.empty()) {
@@ -93,7 +93,8 @@ grpc::Status NodeService::publish(const PublishRequest& request) {
     } else {
         status = run_mount(settings_, request);
     }
-    if (status.ok()) status = remember(request);
+    // The target folder is the plugin's to remove at unpublish only when the plugin made it (now or before).
+    if (status.ok()) status = remember(request, created || (record && record->made_target));
     if (status.ok()) return status;
     // Nothing stays behind a failed publish.
     if (!mounts_at(target).empty()) clear_target(target);
@@ -101,9 +102,9 @@ grpc::Status NodeService::publish(const PublishRequest& request) {
     return status;
 }
 
-grpc::Status NodeService::remember(const PublishRequest& request) {
+grpc::Status NodeService::remember(const PublishRequest& request, bool made_target) {
     try {
-        const PublishedVolume volume{request.volume_id, request.target, request.source, request.options};
+        const PublishedVolume volume{request.volume_id, request.target, request.source, request.options, made_target};
         store_.save(volume);
         return grpc::Status::OK;
     } catch (const std::exception& error) {
@@ -127,7 +128,8 @@ grpc::Status NodeService::unpublish(const std::string& target) {
     if (const std::string error = clear_target(target); !error.empty()) {
         return {grpc::StatusCode::INTERNAL, target + ": " + error};
     }
-    if (::rmdir(target.c_str()) != 0 && errno != ENOENT) {
+    // The folder goes only if the plugin made it (CSI: the plugin deletes what it created at the target).
+    if (record && record->made_target && ::rmdir(target.c_str()) != 0 && errno != ENOENT) {
         return {grpc::StatusCode::INTERNAL, "cannot remove " + target + ": " + std::strerror(errno)};
     }
     store_.forget(target);

@@ -38,8 +38,8 @@ public:
 
 private:
     grpc::Status publish(const PublishRequest& request);
-    // Records the volume published at its target (with the daemon that serves it) in the state folder.
-    grpc::Status remember(const PublishRequest& request);
+    // Records the volume published at its target in the state folder, and whether the plugin made the target.
+    grpc::Status remember(const PublishRequest& request, bool made_target);
     grpc::Status unpublish(const std::string& target);
 
     std::string node_id_;

@@ -15,6 +15,7 @@ struct PublishedVolume {
     std::string target;
     std::string source;
     std::vector<std::string> options;  // the volume's mount options, KEY=VALUE, in key order
+    bool made_target = false;          // the plugin made the target folder (and removes it at unpublish)
 };
 
 class VolumeStore {
