@@ -54,8 +54,8 @@ MountHealth check_mount(const std::string& target) {
     } else if (result.error != 0) {
         health.state = MountHealth::State::Gone;
         health.message = result.error == ENOTCONN || result.error == ECONNABORTED
-                             ? "the daemon serving this volume is gone: its pods read ENOTCONN until they are restarted "
-                                   "(kubectl delete pod); kubelet's next publish mounts it anew"
+                             ? "the daemon serving this volume is gone: its pods read ENOTCONN until they are "
+                               "restarted (kubectl delete pod); kubelet's next publish mounts it anew"
                              : std::string("statfs: ") + std::strerror(result.error);
     } else if (result.output.size() == 3 * sizeof(std::uint64_t)) {
         std::uint64_t numbers[3];

@@ -111,7 +111,8 @@ class Manifests(unittest.TestCase):
         [container] = holder["spec"]["template"]["spec"]["containers"]
         volumes = {v["name"]: v for v in holder["spec"]["template"]["spec"]["volumes"]}
         mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
-        [plugin_container] = [c for c in plugin["spec"]["template"]["spec"]["containers"] if c["name"] == "tensorfs-csi"]
+        [plugin_container] = [c for c in plugin["spec"]["template"]["spec"]["containers"]
+                              if c["name"] == "tensorfs-csi"]
         [cache] = [a.split("=", 1)[1] for a in plugin_container["command"] if a.startswith("--cache-dir=")]
         [size] = [a.split("=", 1)[1] for a in plugin_container["command"] if a.startswith("--disk-cache-size=")]
         limit = volumes[mounts[cache]["name"]]["emptyDir"]["sizeLimit"]
