@@ -30,7 +30,9 @@
 #include "fuse_ops.hpp"
 #include "remote/log.hpp"
 #include "remote/remote_context.hpp"
+#include "remote/secrets.hpp"
 #include "request_loop.hpp"
+#include "secrets_socket.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/exit_signals.hpp"
 #include "tensorfs/open_source.hpp"
@@ -187,6 +189,8 @@ int run_mount(const MountOptions& options) {
     const std::uint64_t budget = options.cache_size ? options.cache_size : kDefaultCacheBudget;
     const bool remote = is_remote_source(options.source);
     const std::uint64_t chunk_budget = remote ? budget - budget / 2 : budget;
+    // Messages about credentials say what to do in Kubernetes terms from the first request on.
+    if (!options.csi_volume.empty()) remote::set_kubernetes_volume(options.csi_volume);
     try {
         SourceOptions source_options = options.source_options;
         source_options.counters = stats.remote;
@@ -229,6 +233,18 @@ int run_mount(const MountOptions& options) {
     if (options.debug) args.strings.push_back("-d");
     fuse_args fargs = args.make();
 
+    // Made before the mount, so that a problem with it is the command's error, and inherited by the daemon: it is
+    // there as soon as `tensorfs mount` returns.
+    std::unique_ptr<SecretsSocket> secrets_socket;
+    if (!options.secrets_socket.empty()) {
+        std::string problem;
+        secrets_socket = SecretsSocket::listen_at(options.secrets_socket, problem);
+        if (!secrets_socket) {
+            std::fprintf(stderr, "tensorfs: %s\n", problem.c_str());
+            return 2;
+        }
+    }
+
     const auto& ops = tensorfs_operations();
     fuse_session* session = fuse_session_new(&fargs, &ops, sizeof ops, &filesystem);
     fuse_opt_free_args(&fargs);
@@ -258,7 +274,9 @@ int run_mount(const MountOptions& options) {
                                [session] { fuse_session_unmount(session); });
     }
     if (options.log_fd >= 0) use_log_descriptor(options);
+    if (secrets_socket) secrets_socket->start(mountpoint);
     const int loop_result = serve(session, filesystem, options);
+    secrets_socket.reset();
     fuse_session_unmount(session);
     fuse_remove_signal_handlers(session);
     fuse_session_destroy(session);

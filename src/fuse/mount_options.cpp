@@ -29,10 +29,10 @@ constexpr std::array<std::string_view, 3> kIgnoredPrefixes = {"x-", "X-", "comme
 // tensorfs's own options, by name (NAME=VALUE). take_option_list takes no other option as its own: one parsed
 // below but missing here is refused as unknown, so that this list stays whole, and a mistyped name is matched
 // against it.
-constexpr std::array<std::string_view, 13> kOwnOptions = {
-    "cache_size",      "threads",   "export_dtype", "model",   "cache_dir", "disk_cache_size",
-    "max_connections", "readahead", "proxy",        "header",  "timeout",   "log_fd",
-    "log_id",
+constexpr std::array<std::string_view, 15> kOwnOptions = {
+    "cache_size",      "threads",   "export_dtype", "model",   "cache_dir",      "disk_cache_size",
+    "max_connections", "readahead", "proxy",        "header",  "timeout",        "log_fd",
+    "log_id",          "csi_volume", "secrets_socket",
 };
 
 // libfuse's and mount(8)'s usual options (libfuse itself says which it takes), for suggestions only.
@@ -159,6 +159,13 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
             options.log_fd = fd;
         } else if (option.starts_with("log_id=")) {
             options.log_id = std::string(option.substr(7));
+        } else if (option.starts_with("secrets_socket=")) {
+            const std::string_view path = option.substr(15);
+            if (!path.starts_with("/")) return "secrets_socket= needs an absolute path (a unix socket to make)";
+            options.secrets_socket = std::string(path);
+        } else if (option.starts_with("csi_volume=")) {
+            if (option.size() == 11) return "csi_volume= needs a volume id";
+            options.csi_volume = std::string(option.substr(11));
         } else {
             return "unknown mount option '" + std::string(option) + "'";  // listed in kOwnOptions, parsed nowhere
         }
