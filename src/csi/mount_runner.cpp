@@ -5,8 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/socket.h>
+
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -63,6 +66,22 @@ grpc::Status status_of(int wait_status, const std::string& said) {
 }
 
 
+bool names_remote_source(const std::string& source) {
+    return source.find("://") != std::string::npos;
+}
+
+// FNV-1a of a target: a socket's name of fixed length (a unix socket's path has at most 107 bytes).
+std::string socket_name_of(const std::string& text) {
+    std::uint64_t hash = 14695981039346656037ull;
+    for (const unsigned char c : text) {
+        hash ^= c;
+        hash *= 1099511628211ull;
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+    return hex;
+}
+
 // A volume id as the value of log_id=: no comma (which ends an option), no backslash, no control character.
 std::string log_id_of(const std::string& volume_id) {
     std::string id = volume_id.substr(0, 256);
@@ -88,12 +107,68 @@ std::string one_reply_status(const std::string& reply, int& status) {
 
 }  // namespace
 
+std::string secrets_socket_of(const MountSettings& settings, const std::string& target) {
+    if (settings.secrets_dir.empty()) return {};
+    return settings.secrets_dir + "/" + socket_name_of(target) + ".sock";
+}
+
+grpc::Status give_secrets_to_daemon(const MountSettings& settings, const PublishRequest& request) {
+    const std::string socket = secrets_socket_of(settings, request.target);
+    if (socket.empty() || !names_remote_source(request.source)) return grpc::Status::OK;
+    const int daemon = connect_to_holder(socket);
+    if (daemon < 0) {
+        if (errno == ENOENT) {
+            std::fprintf(stderr,
+                         "tensorfs-csi: volume %s at %s: its daemon takes no new secrets (it was mounted by an older "
+                         "tensorfs): changed ones apply when its pod restarts\n",
+                         request.volume_id.c_str(), request.target.c_str());
+            return grpc::Status::OK;
+        }
+        return {grpc::StatusCode::UNAVAILABLE,
+                "cannot give the volume's daemon its secrets at " + socket + ": " + std::strerror(errno)};
+    }
+    const timeval limit{5, 0};
+    ::setsockopt(daemon, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+    ::setsockopt(daemon, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+    const nlohmann::json message = {{"mountpoint", request.target}, {"secrets", request.secrets}};
+    std::string reply;
+    std::vector<int> fds;
+    int error = send_message(daemon, message.dump(), {});
+    if (error == 0) error = receive_message(daemon, reply, fds);
+    for (const int fd : fds) ::close(fd);
+    ::close(daemon);
+    if (error != 0 || reply.empty()) {
+        return {grpc::StatusCode::UNAVAILABLE, "the volume's daemon did not take its secrets at " + socket + ": " +
+                                                   (error != 0 ? std::strerror(error) : "it closed the connection")};
+    }
+    const nlohmann::json answer = nlohmann::json::parse(reply, nullptr, false);
+    if (answer.is_object() && answer.contains("error") && answer["error"].is_string()) {
+        return {grpc::StatusCode::INTERNAL,
+                "the volume's daemon refused its secrets: " + answer["error"].get<std::string>()};
+    }
+    if (answer.is_object() && answer.contains("changed") && answer["changed"].is_array() &&
+        !answer["changed"].empty()) {
+        std::string names;
+        for (const auto& name : answer["changed"]) {
+            if (name.is_string()) names += (names.empty() ? "" : ", ") + name.get<std::string>();
+        }
+        std::fprintf(stderr, "tensorfs-csi: volume %s at %s: its daemon took changed secrets (%s)\n",
+                     request.volume_id.c_str(), request.target.c_str(), names.c_str());
+    }
+    return grpc::Status::OK;
+}
+
 std::vector<std::string> mount_command(const MountSettings& settings, const PublishRequest& request) {
     // allow_other: pods run as any user. The mount is read-only whatever the options say.
     std::string options = "ro,allow_other,cache_dir=" + settings.cache_dir;
     if (!settings.disk_cache_size.empty()) options += ",disk_cache_size=" + settings.disk_cache_size;
     if (!settings.holder_socket.empty() && settings.daemon_log_to_holder) {
         options += ",log_fd=" + std::to_string(kHolderLogFd) + ",log_id=" + log_id_of(request.volume_id);
+    }
+    options += ",csi_volume=" + log_id_of(request.volume_id);
+    if (const std::string socket = secrets_socket_of(settings, request.target);
+        !socket.empty() && names_remote_source(request.source)) {
+        options += ",secrets_socket=" + socket;
     }
     for (const auto& option : request.options) options += "," + option;
     std::vector<std::string> words = {settings.tensorfs, "mount", request.source, request.target, "-o", options};

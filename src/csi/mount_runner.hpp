@@ -20,7 +20,19 @@ struct MountSettings {
     std::string disk_cache_size;   // its size (--disk-cache-size); empty: tensorfs's default
     std::string holder_socket;     // the mount holder's socket (--holder-socket); empty: no holder
     bool daemon_log_to_holder = true;  // the daemons log to the holder's stderr (else syslog: --daemon-log=syslog)
+    // Where the daemons of remote volumes listen for new secrets (secrets_socket=): a folder that the plugin and
+    // the daemons both see (the holder's socket's, /csi/volumes in the manifests); empty: nowhere.
+    std::string secrets_dir;
 };
+
+// The secrets socket of the daemon of the volume at `target`: SECRETS_DIR/HASH.sock; empty without a folder.
+std::string secrets_socket_of(const MountSettings& settings, const std::string& target);
+
+// Republish of a serving volume: its daemon takes the request's secrets (the whole set: a key no longer in the
+// Secret is no longer used) at its secrets socket, for its next requests. OK also when it changed nothing; OK with
+// a line in the log when the daemon has no socket (mounted by a tensorfs before it had one: the secrets apply when
+// its pod restarts); else UNAVAILABLE or INTERNAL with the daemon's words.
+grpc::Status give_secrets_to_daemon(const MountSettings& settings, const PublishRequest& request);
 
 // Mounts `request` at its target (which exists). OK once the mount serves; else the status that says why, with
 // tensorfs's own message: NOT_FOUND when the SOURCE does not exist, PERMISSION_DENIED when its server refuses the
@@ -29,7 +41,9 @@ struct MountSettings {
 grpc::Status run_mount(const MountSettings& settings, const PublishRequest& request);
 
 // The words of `tensorfs mount` for `request` (without the secrets, which never are on it). With a holder, the
-// daemon's log goes to the holder's stderr and names the volume (log_fd=, log_id=).
+// daemon's log goes to the holder's stderr and names the volume (log_fd=, log_id=). The daemon knows it serves a
+// Kubernetes volume (csi_volume=: its messages say what to do in Kubernetes terms), and a remote one listens for new
+// secrets (secrets_socket=).
 std::vector<std::string> mount_command(const MountSettings& settings, const PublishRequest& request);
 
 }  // namespace tensorfs::csi

@@ -72,7 +72,10 @@ grpc::Status NodeService::publish(const PublishRequest& request) {
                             (record ? "volume " + record->volume_id + " of " + record->source : mounts.back().source) +
                             ")"};
             }
-            return record ? grpc::Status::OK : remember(request, false);  // published already: one mount, as before
+            // Published already: one mount, as before. kubelet publishes again about once a minute
+            // (requiresRepublish) with the Secret and the pod's token as they are now: the daemon takes them.
+            if (auto status = give_secrets_to_daemon(settings_, request); !status.ok()) return status;
+            return record ? grpc::Status::OK : remember(request, false);
         }
         // Its daemon died or hangs: take the dead mount away and mount again.
         if (const std::string error = clear_target(target); !error.empty()) {
@@ -128,6 +131,8 @@ grpc::Status NodeService::unpublish(const std::string& target) {
     if (const std::string error = clear_target(target); !error.empty()) {
         return {grpc::StatusCode::INTERNAL, target + ": " + error};
     }
+    // A daemon that was killed left its secrets socket behind.
+    if (const std::string socket = secrets_socket_of(settings_, target); !socket.empty()) ::unlink(socket.c_str());
     // The folder goes only if the plugin made it (CSI: the plugin deletes what it created at the target).
     if (record && record->made_target && ::rmdir(target.c_str()) != 0 && errno != ENOENT) {
         return {grpc::StatusCode::INTERNAL, "cannot remove " + target + ": " + std::strerror(errno)};

@@ -29,7 +29,7 @@ struct PluginOptions {
     std::string node_id;
     std::string state_dir = "/var/lib/tensorfs/csi";
     std::string local_root = "/srv/models";
-    MountSettings mount{"", "/var/cache/tensorfs", "", "", true};
+    MountSettings mount{"", "/var/cache/tensorfs", "", "", true, ""};
 };
 
 int usage_error(const std::string& message) {
@@ -96,6 +96,7 @@ int parse_arguments(const std::vector<std::string>& args, PluginOptions& options
     if (!options.socket.starts_with("/")) {
         return usage_error("--endpoint '" + options.endpoint + "' is not unix:///ABSOLUTE/PATH");
     }
+    options.mount.secrets_dir = std::filesystem::path(options.socket).parent_path() / "volumes";
     if (!options.mount.holder_socket.empty() && !options.mount.holder_socket.starts_with("/")) {
         return usage_error("--holder-socket '" + options.mount.holder_socket + "' is not an absolute path");
     }
@@ -136,6 +137,12 @@ int serve(const PluginOptions& options) {
         return 2;
     }
     if (!clear_old_socket(options.socket)) return 2;
+    // The daemons' secrets sockets, beside the plugin's own (the holder's daemons see that folder too).
+    if (std::filesystem::create_directories(options.mount.secrets_dir, error); error) {
+        std::fprintf(stderr, "tensorfs: csi: cannot make %s: %s\n", options.mount.secrets_dir.c_str(),
+                     error.message().c_str());
+        return 2;
+    }
 
     // SIGTERM and SIGINT end the server cleanly; blocked here so that every thread gRPC starts inherits the mask
     // and only the waiting thread below takes them.

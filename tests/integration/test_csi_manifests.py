@@ -141,6 +141,8 @@ class Manifests(unittest.TestCase):
         self.assertEqual(driver["metadata"]["name"], "csi.tensorfs.io")
         self.assertEqual((driver["spec"]["attachRequired"], driver["spec"]["podInfoOnMount"]), (False, True))
         self.assertTrue(driver["spec"]["requiresRepublish"])
+        # The pod's token for AWS STS with each publish (web identity: aws_role_arn).
+        self.assertEqual([r["audience"] for r in driver["spec"]["tokenRequests"]], ["sts.amazonaws.com"])
         self.assertEqual(sorted(driver["spec"]["volumeLifecycleModes"]), ["Ephemeral", "Persistent"])
         [account] = documents("serviceaccount.yaml")
         [daemonset] = documents("daemonset.yaml")
