@@ -7,6 +7,7 @@
 
 #include "libfuse.hpp"
 #include "remote/disk_cache_budget.hpp"
+#include "remote/secrets.hpp"
 #include "tensorfs/dequant_reader.hpp"
 #include "tensorfs/size_option.hpp"
 #include "tensorfs/suggestions.hpp"
@@ -166,6 +167,8 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
         } else if (option.starts_with("csi_volume=")) {
             if (option.size() == 11) return "csi_volume= needs a volume id";
             options.csi_volume = std::string(option.substr(11));
+            // From here on, even for the options after it: what to do is said in Kubernetes terms.
+            remote::set_kubernetes_volume(options.csi_volume);
         } else {
             return "unknown mount option '" + std::string(option) + "'";  // listed in kOwnOptions, parsed nowhere
         }

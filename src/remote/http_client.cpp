@@ -254,7 +254,8 @@ std::string describe_failure(CURLcode code, const char* detail) {
         case CURLE_SSL_CACERT_BADFILE:
         case CURLE_SSL_CERTPROBLEM:
             return "TLS certificate not accepted (" + words +
-                   "); tensorfs always verifies it: name the CA's file in SSL_CERT_FILE or CURL_CA_BUNDLE";
+                   "); tensorfs always verifies it: name the CA's file in SSL_CERT_FILE or CURL_CA_BUNDLE" +
+                   (kubernetes_volume().empty() ? "" : " in the environment of the CSI plugin's container");
         case CURLE_COULDNT_RESOLVE_HOST: return "cannot resolve host (" + words + ")";
         case CURLE_COULDNT_CONNECT: return "cannot connect (" + words + ")";
         case CURLE_OPERATION_TIMEDOUT: return "timed out (" + words + ")";

@@ -105,6 +105,11 @@ class Rotation(CredentialsTest):
         # A token the Hub does not take: the refusal says where to put one that it takes.
         self.assert_refused(lambda: kubelet.publish(target, source, volume_id="vol-hub", secrets={"HF_TOKEN": new}),
                             "HTTP 401", "HF_TOKEN key", "nodePublishSecretRef")
+        # A token as a header is refused, with where it goes instead.
+        with self.assertRaises(grpc.RpcError) as raised:
+            kubelet.publish(target, source, volume_id="vol-hub", header="Authorization: Bearer hf_not_here")
+        self.assertEqual(raised.exception.code(), grpc.StatusCode.INVALID_ARGUMENT, raised.exception.details())
+        self.assertIn("credentials go in the Secret of the volume's nodePublishSecretRef", raised.exception.details())
         kubelet.publish(target, source, volume_id="vol-hub", secrets={"HF_TOKEN": old}, readahead="0")
         self.assert_reads(target, 1 * MIB)
 
