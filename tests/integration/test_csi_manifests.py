@@ -206,6 +206,14 @@ class Manifests(unittest.TestCase):
         self.assertEqual(static["PersistentVolume"][0]["spec"]["accessModes"], ["ReadOnlyMany"])
         self.publish_example(plugin, "static", volume, static["Secret"][0], Mode.MULTI_NODE_READER_ONLY)
 
+        # Web identity: the pod's own service account, no Secret (test_csi_credentials reads such a volume).
+        irsa = by_kind(documents("examples/pod-s3-web-identity.yaml"))
+        [pod] = irsa["Pod"]
+        self.assertEqual(pod["spec"]["serviceAccountName"], irsa["ServiceAccount"][0]["metadata"]["name"])
+        [volume] = [v["csi"] for v in pod["spec"]["volumes"] if "csi" in v]
+        self.assertTrue(volume["volumeAttributes"]["aws_role_arn"].startswith("arn:aws:iam::"))
+        self.assertNotIn("nodePublishSecretRef", volume)
+
     def publish_example(self, plugin, name, volume, secret, mode):
         attributes = dict(volume["volumeAttributes"], source=MODEL)
         target = plugin.target(name)
