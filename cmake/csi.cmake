@@ -25,6 +25,7 @@ target_include_directories(csi_stubs SYSTEM PUBLIC ${CSI_STUBS_DIR})
 target_link_libraries(csi_stubs PUBLIC gRPC::grpc++ protobuf::libprotobuf)
 
 file(GLOB TENSORFS_CSI_SOURCES CONFIGURE_DEPENDS src/csi/*.cpp)
+list(REMOVE_ITEM TENSORFS_CSI_SOURCES ${PROJECT_SOURCE_DIR}/src/csi/holder_main.cpp)
 add_executable(tensorfs-csi ${TENSORFS_CSI_SOURCES})
 target_compile_definitions(tensorfs-csi PRIVATE TENSORFS_VERSION="${PROJECT_VERSION}")
 target_link_libraries(tensorfs-csi PRIVATE csi_stubs nlohmann_json::nlohmann_json Threads::Threads)
@@ -34,3 +35,8 @@ include(GNUInstallDirs)
 file(RELATIVE_PATH TENSORFS_PLUGIN_FROM_BIN ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBEXECDIR}/tensorfs)
 set_source_files_properties(src/cli/csi_command.cpp PROPERTIES
   COMPILE_DEFINITIONS TENSORFS_PLUGIN_FROM_BIN="${TENSORFS_PLUGIN_FROM_BIN}")
+
+# The mount holder (src/csi/holder_main.cpp): the parent of the volumes' daemons in a DaemonSet of its own, so that
+# they outlive the plugin's container (docs/kubernetes.md). Kept small: no gRPC, no FUSE, no tensorfs library.
+add_executable(tensorfs-holder src/csi/holder_main.cpp src/csi/holder_protocol.cpp)
+target_link_libraries(tensorfs-holder PRIVATE nlohmann_json::nlohmann_json)

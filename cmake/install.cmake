@@ -18,8 +18,9 @@ add_custom_target(tensorfs_docs ALL DEPENDS ${TENSORFS_MAN_PAGE} ${TENSORFS_CHAN
 add_dependencies(tensorfs tensorfs_docs)
 
 install(TARGETS tensorfs RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-# The CSI plugin, which `tensorfs csi` runs (cmake/csi.cmake): a helper, not a command of its own.
-install(TARGETS tensorfs-csi RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/tensorfs)
+# The CSI plugin, which `tensorfs csi` runs, and the mount holder of its DaemonSets (cmake/csi.cmake): helpers, not
+# commands of their own.
+install(TARGETS tensorfs-csi tensorfs-holder RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/tensorfs)
 install(FILES ${TENSORFS_MAN_PAGE} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES completion/tensorfs.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
   RENAME tensorfs)

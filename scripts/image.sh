@@ -6,9 +6,20 @@
 # Probe, NodeGetInfo, and a volume of the test vectors' sharded model published, read inside the container and
 # unpublished. Not part of CI (minutes: a whole Debian root). docs/image.md has the output of a run.
 #
-#   scripts/image.sh [TENSORFS.deb]      (default: the .deb that scripts/package.sh builds)
+#   scripts/image.sh [--push REGISTRY] [TENSORFS.deb]      (default: the .deb that scripts/package.sh builds)
+#
+# --push REGISTRY (HOST[:PORT][/PATH]): then tags the image REGISTRY/tensorfs:VERSION, pushes it, removes the local
+# tag and pulls it back by that name, and checks that the pulled image is the one built. Put the same name in
+# deploy/kubernetes/kustomization.yaml (`images:`). A registry on this machine (localhost, 127.0.0.1) is spoken to
+# over plain HTTP; any other with TLS. scripts/registry-check.sh runs it against a local registry (Debian's
+# docker-registry).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+registry=""
+if [ "${1:-}" = "--push" ]; then
+  registry=${2:?--push needs a registry, e.g. registry.example.com/ml or localhost:5000}
+  shift 2
+fi
 scripts/install-deps.sh --image
 deb=$(realpath "${1:-$(scripts/package.sh)}")
 version=$(dpkg-deb -f "$deb" Version)
@@ -107,3 +118,22 @@ PY
 podman "${runtime[@]}" stop -t 30 "$plugin" >/dev/null
 podman logs "$plugin" 2>&1 | sed 's/^/  plugin: /'
 echo "image.sh: ok: $image"
+
+if [ -n "$registry" ]; then
+  remote=${registry%/}/tensorfs:$version
+  tls=()
+  case "$registry" in localhost:*|localhost/*|localhost|127.0.0.1*) tls=(--tls-verify=false) ;; esac
+  built=$(podman image inspect --format '{{.Id}}' "$image")
+  podman tag "$image" "$remote"
+  echo "image.sh: podman push $remote"
+  podman push "${tls[@]}" "$remote"
+  podman rmi "$remote" >/dev/null
+  echo "image.sh: podman pull $remote"
+  podman pull "${tls[@]}" "$remote" >/dev/null
+  pulled=$(podman image inspect --format '{{.Id}}' "$remote")
+  if [ "$pulled" != "$built" ]; then
+    echo "image.sh: the image pulled from $remote ($pulled) is not the one built ($built)" >&2
+    exit 1
+  fi
+  echo "image.sh: ok: $remote pushed and pulled back ($built)"
+fi

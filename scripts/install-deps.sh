@@ -20,6 +20,8 @@ packages+=(libssl-dev)
 # plugin, Python for the tests' client); python3-grpcio runs that client, python3-yaml reads the manifests of
 # deploy/kubernetes, squid is the proxy of test_proxy.
 packages+=(libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-yaml squid)
+# python3-kubernetes: the API's models, against which test_csi_manifests checks every field of deploy/kubernetes.
+packages+=(python3-kubernetes)
 # scripts/image.sh (not CI) builds the container image: `scripts/install-deps.sh --image` adds what it runs (runc
 # for machines whose cgroup layout crun, podman's default runtime, refuses).
 if [ "${1:-}" = "--image" ]; then
@@ -36,6 +38,11 @@ done
 # Node.js from 18 on will do, Debian's or one already on the machine.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   missing+=(nodejs npm)
+fi
+# kubectl renders deploy/kubernetes (`kubectl kustomize`, test_csi_manifests): any kubectl, Debian's
+# kubernetes-client or one already on the machine.
+if ! command -v kubectl >/dev/null; then
+  missing+=(kubernetes-client)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""

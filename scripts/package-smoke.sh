@@ -92,6 +92,15 @@ plugin=$(cat "/proc/$csi/task/$csi/children")
 kill -TERM "$csi"
 wait "$csi"
 
+step "tensorfs-holder (the mount holder installed in /usr/libexec/tensorfs) answers at its socket, and stops"
+/usr/libexec/tensorfs/tensorfs-holder --socket "$work/holder.sock" 2>"$work/holder.log" &
+holder=$!
+for _ in $(seq 600); do [ -S "$work/holder.sock" ] && break; sleep 0.1; done
+[ -S "$work/holder.sock" ] || { cat "$work/holder.log" >&2; exit 1; }
+kill -TERM "$holder"
+wait "$holder"
+grep -q "every daemon ended; stopping" "$work/holder.log"
+
 step "python3: import tensorfs (the installed package) and load the demo checkpoint"
 # From an empty folder, so that no build tree's package is on the path.
 (cd "$work" && /usr/bin/python3 - "$work/demo.safetensors" "$work/expected.npy" "$name" <<'PY'

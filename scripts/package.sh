@@ -16,7 +16,7 @@ cmake -S . -B "$dir" -DTENSORFS_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBU
   -DCMAKE_CXX_FLAGS="$(dpkg-buildflags --get CPPFLAGS) $(dpkg-buildflags --get CXXFLAGS)" \
   -DCMAKE_EXE_LINKER_FLAGS="$(dpkg-buildflags --get LDFLAGS)" \
   -DCMAKE_MODULE_LINKER_FLAGS="$(dpkg-buildflags --get LDFLAGS)" "$@" >/dev/null
-cmake --build "$dir" -j"$(nproc)" --target tensorfs tensorfs-csi tensorfs_python >&2
+cmake --build "$dir" -j"$(nproc)" --target tensorfs tensorfs-csi tensorfs-holder tensorfs_python >&2
 rm -f "$dir"/tensorfs_*.deb
 (cd "$dir" && cpack -G DEB >/dev/null)
 ls "$dir"/tensorfs_*.deb

@@ -23,6 +23,10 @@ struct MountOptions {
     std::string model;                       // model=PATH: the model to mount in a folder SOURCE; "": the folder rule
     SourceOptions source_options;            // cache_dir=, disk_cache_size= (remote sources)
     bool readahead_given = false;            // readahead= was given: the mount warns when cache_size cuts it
+    int log_fd = -1;                         // log_fd=N: the daemon's log lines go to N alone (no syslog)
+    std::string log_id;                      // log_id=TEXT: each such line names it (a Kubernetes volume's id)
+    std::string secrets_socket;              // secrets_socket=PATH: the daemon takes new credentials there
+    std::string csi_volume;                  // csi_volume=ID: the mount serves this Kubernetes volume
 };
 
 // Returns the process exit status: 0 after a clean unmount, 1 invalid source or options, 2 the mount failed.

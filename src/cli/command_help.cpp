@@ -102,16 +102,23 @@ constexpr CommandHelp kCommands[] = {
      "Safe while mounts use the folder: they fetch again what was removed.\n"},
     {"csi",
      "usage: tensorfs csi --endpoint unix:///PATH/csi.sock --node-id NAME [--state-dir DIR] [--cache-dir DIR]\n"
-     "                    [--disk-cache-size SIZE] [--local-root DIR]\n"
+     "                    [--disk-cache-size SIZE] [--local-root DIR] [--holder-socket PATH]\n"
+     "                    [--daemon-log holder|syslog]\n"
      "\n"
      "Serves the CSI node plugin of driver csi.tensorfs.io (CSI v1 Identity and Node services) at the socket, for\n"
      "kubelet: a volume is a SOURCE (volumeAttributes: source, and mount options by their names), mounted\n"
      "read-only for every uid by a `tensorfs mount` daemon that runs apart from the plugin. Secrets (HF_TOKEN,\n"
      "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, username, password) reach the daemon through a\n"
-     "pipe, never a command line, environment or file. --state-dir (default /var/lib/tensorfs/csi) keeps what was\n"
+     "pipe, never a command line, environment or file, and again at each republish through its secrets socket\n"
+     "(in the folder of the plugin's socket, volumes/): the running volume uses them for its next requests. An\n"
+     "s3:// volume with the attribute aws_role_arn reads with that role's keys from AWS STS, for the pod's\n"
+     "service account token (the CSIDriver's tokenRequests), renewed before they expire.\n"
+     "--state-dir (default /var/lib/tensorfs/csi) keeps what was\n"
      "published, for a restarted plugin; --cache-dir (default /var/cache/tensorfs) is the one disk cache of every\n"
      "volume of the node, --disk-cache-size its size. A local SOURCE must be under --local-root (default\n"
-     "/srv/models). The plugin is started again if it dies; SIGTERM ends it.\n"
+     "/srv/models). The plugin is started again if it dies; SIGTERM ends it. With --holder-socket, the mount\n"
+     "holder of that socket (tensorfs-holder, its own DaemonSet) runs the daemons, so that they outlive the\n"
+     "plugin's container; they log to its stderr (--daemon-log syslog: to syslog).\n"
      "deploy/kubernetes/ in the source holds the manifests; the README's Kubernetes section says the rest.\n"},
     {"help",
      "usage: tensorfs help [COMMAND]\n"

@@ -8,12 +8,13 @@
 
 namespace tensorfs::cli {
 
-// Reads descriptor `fd` to its end (at most 64 KiB) and closes it. It holds one JSON object of strings:
-// HF_TOKEN, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN (each set in this process's environment,
-// where the remote layer reads it: setenv copies to the heap, so /proc/PID/environ, which shows the block the
-// process started with, never holds them), and `username` and `password` for an http(s):// SOURCE (put into
-// `options.source`, which /proc/mounts, messages and the stats show without them). Returns an error message for a
-// user (never quoting a value), or "".
+// Reads descriptor `fd` to its end (at most 64 KiB) and closes it. It holds one JSON object of strings, the
+// secrets of src/remote/secrets.hpp: HF_TOKEN, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
+// AWS_ROLE_ARN, AWS_ROLE_SESSION_NAME, AWS_WEB_IDENTITY_TOKEN, and `username` and `password` for an http(s)://
+// SOURCE (sent to its host as HTTP basic authentication). They are kept in this process's memory, in the place of
+// the environment variables of the same names (never in its environment, which /proc/PID/environ shows), and a
+// running daemon takes new ones at its secrets socket (mount option secrets_socket=). Returns an error message for
+// a user (never quoting a value), or "".
 std::string take_secrets(int fd, MountOptions& options);
 
 }  // namespace tensorfs::cli

@@ -41,6 +41,9 @@ std::vector<MountEntry> mounts_at(const std::string& path) {
         }
         MountEntry entry;
         entry.mountpoint = path;
+        if (const std::size_t colon = device.find(':'); colon != std::string::npos) {
+            entry.minor = static_cast<unsigned>(std::strtoul(device.c_str() + colon + 1, nullptr, 10));
+        }
         fields >> entry.fstype >> entry.source;
         entry.source = unescaped(entry.source);
         found.push_back(std::move(entry));

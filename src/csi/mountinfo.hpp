@@ -11,6 +11,7 @@ struct MountEntry {
     std::string mountpoint;
     std::string fstype;  // "fuse.tensorfs" for ours
     std::string source;  // what tensorfs names it: the SOURCE (absolute for a local one), without credentials
+    unsigned minor = 0;  // its device's minor number: for a FUSE mount, its connection in /sys/fs/fuse/connections
 };
 
 // The mounts at `path` (an absolute path without symbolic links), the one on top last.

@@ -72,10 +72,13 @@ grpc::Status NodeService::publish(const PublishRequest& request) {
                             (record ? "volume " + record->volume_id + " of " + record->source : mounts.back().source) +
                             ")"};
             }
-            return record ? grpc::Status::OK : remember(request);  // published already: one mount, as before
+            // Published already: one mount, as before. kubelet publishes again about once a minute
+            // (requiresRepublish) with the Secret and the pod's token as they are now: the daemon takes them.
+            if (auto status = give_secrets_to_daemon(settings_, request); !status.ok()) return status;
+            return record ? grpc::Status::OK : remember(request, false);
         }
         // Its daemon died or hangs: take the dead mount away and mount again.
-        if (const std::string error = clear_target(target, record ? record->daemon : std::nullopt); !error.empty()) {
+        if (const std::string error = clear_target(target); !error.empty()) {
             return {grpc::StatusCode::INTERNAL, target + ": " + error};
         }
     }
@@ -93,18 +96,18 @@ grpc::Status NodeService::publish(const PublishRequest& request) {
     } else {
         status = run_mount(settings_, request);
     }
-    if (status.ok()) status = remember(request);
+    // The target folder is the plugin's to remove at unpublish only when the plugin made it (now or before).
+    if (status.ok()) status = remember(request, created || (record && record->made_target));
     if (status.ok()) return status;
     // Nothing stays behind a failed publish.
-    if (!mounts_at(target).empty()) clear_target(target, serving_daemon(target));
+    if (!mounts_at(target).empty()) clear_target(target);
     if (created) ::rmdir(target.c_str());
     return status;
 }
 
-grpc::Status NodeService::remember(const PublishRequest& request) {
+grpc::Status NodeService::remember(const PublishRequest& request, bool made_target) {
     try {
-        const PublishedVolume volume{request.volume_id, request.target, request.source, request.options,
-                                     serving_daemon(request.target)};
+        const PublishedVolume volume{request.volume_id, request.target, request.source, request.options, made_target};
         store_.save(volume);
         return grpc::Status::OK;
     } catch (const std::exception& error) {
@@ -125,10 +128,13 @@ grpc::Status NodeService::NodeUnpublishVolume(grpc::ServerContext*,
 
 grpc::Status NodeService::unpublish(const std::string& target) {
     const auto record = store_.find(target);
-    if (const std::string error = clear_target(target, record ? record->daemon : std::nullopt); !error.empty()) {
+    if (const std::string error = clear_target(target); !error.empty()) {
         return {grpc::StatusCode::INTERNAL, target + ": " + error};
     }
-    if (::rmdir(target.c_str()) != 0 && errno != ENOENT) {
+    // A daemon that was killed left its secrets socket behind.
+    if (const std::string socket = secrets_socket_of(settings_, target); !socket.empty()) ::unlink(socket.c_str());
+    // The folder goes only if the plugin made it (CSI: the plugin deletes what it created at the target).
+    if (record && record->made_target && ::rmdir(target.c_str()) != 0 && errno != ENOENT) {
         return {grpc::StatusCode::INTERNAL, "cannot remove " + target + ": " + std::strerror(errno)};
     }
     store_.forget(target);
@@ -141,24 +147,30 @@ grpc::Status NodeService::NodeGetVolumeStats(grpc::ServerContext*, const ::csi::
     if (message->volume_path().empty()) return logged("NodeGetVolumeStats", "", invalid("volume_path is missing"));
     const std::string target = resolved_target(message->volume_path());
     const auto record = store_.find(target);
-    if (mounts_at(target).empty() || (record && record->volume_id != message->volume_id())) {
+    const bool mounted = !mounts_at(target).empty();
+    if ((!mounted && !record) || (record && record->volume_id != message->volume_id())) {
         return logged("NodeGetVolumeStats", target,
                       {grpc::StatusCode::NOT_FOUND,
                        "volume " + message->volume_id() + " is not published at " + target});
     }
-    const MountHealth health = check_mount(target);
+    // Published, and no longer mounted: its daemon ended and took its mount down (the mount holder was stopped).
+    const MountHealth health = mounted ? check_mount(target) : unmounted_health();
     auto* condition = response->mutable_volume_condition();
     condition->set_abnormal(health.state != MountHealth::State::Serving);
     condition->set_message(health.state == MountHealth::State::Serving ? "serving" : health.message);
     if (health.state == MountHealth::State::Serving) {
         auto* bytes = response->add_usage();
         bytes->set_unit(::csi::v1::VolumeUsage::BYTES);
+        // A read-only volume is as large as its model and has no room left (as df shows a squashfs image):
+        // capacity = used = the model's bytes, available 0, said rather than left out (docs/kubernetes.md).
         bytes->set_total(static_cast<std::int64_t>(health.bytes));
         bytes->set_used(static_cast<std::int64_t>(health.bytes));
+        bytes->set_available(0);
         auto* inodes = response->add_usage();
         inodes->set_unit(::csi::v1::VolumeUsage::INODES);
         inodes->set_total(static_cast<std::int64_t>(health.inodes));
         inodes->set_used(static_cast<std::int64_t>(health.inodes));
+        inodes->set_available(0);
     }
     return grpc::Status::OK;
 }
@@ -178,9 +190,25 @@ grpc::Status NodeService::NodeGetInfo(grpc::ServerContext*, const ::csi::v1::Nod
     return grpc::Status::OK;
 }
 
-void NodeService::forget_unmounted() {
+void NodeService::take_stock() {
     for (const auto& volume : store_.all()) {
-        if (mounts_at(volume.target).empty()) store_.forget(volume.target);
+        const std::string named = "volume " + volume.volume_id + " (" + volume.source + ") at " + volume.target;
+        const bool mounted = !mounts_at(volume.target).empty();
+        if (!mounted && ::access(volume.target.c_str(), F_OK) != 0) {
+            std::fprintf(stderr, "tensorfs-csi: %s: no longer there (unpublished while the plugin was down)\n",
+                         named.c_str());
+            store_.forget(volume.target);
+            continue;
+        }
+        const MountHealth health = mounted ? check_mount(volume.target) : unmounted_health();
+        if (health.state == MountHealth::State::Serving) {
+            std::fprintf(stderr, "tensorfs-csi: %s: serving\n", named.c_str());
+        } else {
+            std::fprintf(stderr,
+                         "tensorfs-csi: %s: %s; reported abnormal (VOLUME_CONDITION) until kubelet publishes it "
+                         "again (requiresRepublish), which mounts it anew for the pod's next containers\n",
+                         named.c_str(), health.message.c_str());
+        }
     }
 }
 

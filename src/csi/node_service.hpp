@@ -32,13 +32,14 @@ public:
     grpc::Status NodeGetInfo(grpc::ServerContext*, const ::csi::v1::NodeGetInfoRequest*,
                              ::csi::v1::NodeGetInfoResponse* response) override;
 
-    // Forgets the records of targets that are no longer mounted (unpublished while the plugin was down).
-    void forget_unmounted();
+    // At start: one line per recorded volume on stderr, serving or not; the records of targets that are no longer
+    // mounted (unpublished while the plugin was down) are forgotten.
+    void take_stock();
 
 private:
     grpc::Status publish(const PublishRequest& request);
-    // Records the volume published at its target (with the daemon that serves it) in the state folder.
-    grpc::Status remember(const PublishRequest& request);
+    // Records the volume published at its target in the state folder, and whether the plugin made the target.
+    grpc::Status remember(const PublishRequest& request, bool made_target);
     grpc::Status unpublish(const std::string& target);
 
     std::string node_id_;

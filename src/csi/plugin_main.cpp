@@ -18,6 +18,7 @@
 
 #include "identity_service.hpp"
 #include "node_service.hpp"
+#include "volume_mounts.hpp"
 
 namespace tensorfs::csi {
 namespace {
@@ -28,7 +29,7 @@ struct PluginOptions {
     std::string node_id;
     std::string state_dir = "/var/lib/tensorfs/csi";
     std::string local_root = "/srv/models";
-    MountSettings mount{"", "/var/cache/tensorfs", ""};
+    MountSettings mount{"", "/var/cache/tensorfs", "", "", true, ""};
 };
 
 int usage_error(const std::string& message) {
@@ -70,6 +71,13 @@ int parse_arguments(const std::vector<std::string>& args, PluginOptions& options
         } else if (flag == "--disk-cache-size") {
             if (!is_size(value)) return usage_error("bad --disk-cache-size '" + value + "' (e.g. 100G)");
             options.mount.disk_cache_size = value;
+        } else if (flag == "--holder-socket") {
+            options.mount.holder_socket = value;
+        } else if (flag == "--daemon-log") {
+            if (value != "holder" && value != "syslog") {
+                return usage_error("bad --daemon-log '" + value + "' (holder or syslog)");
+            }
+            options.mount.daemon_log_to_holder = value == "holder";
         } else if (flag == "--tensorfs") {
             options.mount.tensorfs = value;
         } else {
@@ -87,6 +95,10 @@ int parse_arguments(const std::vector<std::string>& args, PluginOptions& options
     }
     if (!options.socket.starts_with("/")) {
         return usage_error("--endpoint '" + options.endpoint + "' is not unix:///ABSOLUTE/PATH");
+    }
+    options.mount.secrets_dir = std::filesystem::path(options.socket).parent_path() / "volumes";
+    if (!options.mount.holder_socket.empty() && !options.mount.holder_socket.starts_with("/")) {
+        return usage_error("--holder-socket '" + options.mount.holder_socket + "' is not an absolute path");
     }
     for (const std::string* folder : {&options.state_dir, &options.mount.cache_dir, &options.local_root}) {
         if (!folder->starts_with("/")) return usage_error("'" + *folder + "' is not an absolute path");
@@ -109,8 +121,9 @@ int serve(const PluginOptions& options) {
     // Only root talks to the socket, and the cache folder and the records are root's alone (a private model's
     // blocks are in that cache).
     ::umask(077);
+    // With a mount holder, the cache is the holder's (its daemons write it), not in the plugin's container.
     std::error_code error;
-    std::filesystem::create_directories(options.mount.cache_dir, error);
+    if (options.mount.holder_socket.empty()) std::filesystem::create_directories(options.mount.cache_dir, error);
     if (error) {
         std::fprintf(stderr, "tensorfs: csi: cannot make %s: %s\n", options.mount.cache_dir.c_str(),
                      error.message().c_str());
@@ -124,6 +137,12 @@ int serve(const PluginOptions& options) {
         return 2;
     }
     if (!clear_old_socket(options.socket)) return 2;
+    // The daemons' secrets sockets, beside the plugin's own (the holder's daemons see that folder too).
+    if (std::filesystem::create_directories(options.mount.secrets_dir, error); error) {
+        std::fprintf(stderr, "tensorfs: csi: cannot make %s: %s\n", options.mount.secrets_dir.c_str(),
+                     error.message().c_str());
+        return 2;
+    }
 
     // SIGTERM and SIGINT end the server cleanly; blocked here so that every thread gRPC starts inherits the mask
     // and only the waiting thread below takes them.
@@ -133,11 +152,16 @@ int serve(const PluginOptions& options) {
     sigaddset(&stop_signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-    IdentityService identity(options.mount.tensorfs);
+    IdentityService identity(options.mount.tensorfs, options.mount.holder_socket);
     std::error_code resolved;
     NodeService node(options.node_id, std::filesystem::weakly_canonical(options.local_root, resolved), options.mount,
                      *store);
-    node.forget_unmounted();
+    // Stuck daemons are ended through their FUSE connections (volume_mounts.hpp), which a container's /sys lacks.
+    if (const std::string problem = ensure_fuse_connections(); !problem.empty()) {
+        std::fprintf(stderr, "tensorfs-csi: %s: a volume whose reader is stuck cannot be ended at unpublish\n",
+                     problem.c_str());
+    }
+    node.take_stock();
     grpc::ServerBuilder builder;
     builder.AddListeningPort("unix:" + options.socket, grpc::InsecureServerCredentials());
     builder.RegisterService(&identity);

@@ -1,7 +1,6 @@
 #include "volume_mounts.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/mount.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -9,8 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <thread>
-
-#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "bounded_call.hpp"
 #include "mountinfo.hpp"
@@ -56,7 +54,8 @@ MountHealth check_mount(const std::string& target) {
     } else if (result.error != 0) {
         health.state = MountHealth::State::Gone;
         health.message = result.error == ENOTCONN || result.error == ECONNABORTED
-                             ? "the daemon serving this volume is gone (publish it again: restart the pod)"
+                             ? "the daemon serving this volume is gone: its pods read ENOTCONN until they are "
+                               "restarted (kubectl delete pod); kubelet's next publish mounts it anew"
                              : std::string("statfs: ") + std::strerror(result.error);
     } else if (result.output.size() == 3 * sizeof(std::uint64_t)) {
         std::uint64_t numbers[3];
@@ -67,29 +66,27 @@ MountHealth check_mount(const std::string& target) {
     return health;
 }
 
-std::optional<DaemonProcess> serving_daemon(const std::string& target) {
-    const std::string stats = target + "/.tensorfs/stats.json";
-    const BoundedResult result = run_bounded(kAnswerLimit, [&](int out) {
-        const int fd = ::open(stats.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return errno;
-        char buffer[8192];
-        ssize_t got;
-        while ((got = ::read(fd, buffer, sizeof buffer)) > 0) {
-            if (::write(out, buffer, static_cast<std::size_t>(got)) != got) break;
-        }
-        ::close(fd);
-        return got == 0 ? 0 : EIO;
-    });
-    if (!result.finished || result.error != 0) return std::nullopt;
-    const nlohmann::json document = nlohmann::json::parse(result.output, nullptr, false);
-    if (!document.is_object() || !document.contains("daemon") || !document["daemon"].contains("pid")) {
-        return std::nullopt;
-    }
-    const auto& pid = document["daemon"]["pid"];
-    return pid.is_number_integer() ? daemon_process(pid.get<pid_t>()) : std::nullopt;
+MountHealth unmounted_health() {
+    MountHealth health;
+    health.state = MountHealth::State::Gone;
+    health.message = "the daemon serving this volume is gone, and its mount with it (the mount holder was "
+                     "stopped): its pods read ENOTCONN until they are restarted (kubectl delete pod); kubelet's next "
+                     "publish mounts it anew";
+    return health;
 }
 
-std::string clear_target(const std::string& target, const std::optional<DaemonProcess>& daemon) {
+std::string ensure_fuse_connections() {
+    if (!mounts_at(kFuseConnections).empty()) return {};
+    if (::mount("fusectl", kFuseConnections, "fusectl", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0) return {};
+    return std::string("cannot mount fusectl at ") + kFuseConnections + ": " + std::strerror(errno);
+}
+
+std::string clear_target(const std::string& target) {
+    // The FUSE connections of the mounts at the target, known before they are unmounted.
+    std::vector<unsigned> connections;
+    for (const auto& mount : mounts_at(target)) {
+        if (mount.fstype.starts_with("fuse")) connections.push_back(mount.minor);
+    }
     // A round of the loop takes two unmounts at most, and the daemon its grace after it: all within the bound.
     const auto deadline = Clock::now() + kUnpublishBound - kDaemonGrace - 2 * kUnmountLimit;
     while (!mounts_at(target).empty()) {
@@ -101,12 +98,22 @@ std::string clear_target(const std::string& target, const std::optional<DaemonPr
             return std::string("cannot unmount: ") + std::strerror(lazy);
         }
     }
-    // With its last mount gone, the daemon ends by itself, unless the filesystem is still held elsewhere (a mount
-    // namespace where a reader is stuck): then it is ended, and every read waiting on it fails.
-    if (daemon) {
+    // With its last mount gone the connection goes (and the daemon ends by itself, writing what it holds to the
+    // disk cache), unless the filesystem is still held elsewhere: then it is aborted.
+    for (const unsigned connection : connections) {
+        const std::string folder = std::string(kFuseConnections) + "/" + std::to_string(connection);
         const auto grace_end = Clock::now() + kDaemonGrace;
-        while (is_running(*daemon) && left_until(grace_end) > milliseconds(0)) std::this_thread::sleep_for(kPollPause);
-        if (is_running(*daemon)) ::kill(daemon->pid, SIGKILL);
+        while (::access(folder.c_str(), F_OK) == 0 && left_until(grace_end) > milliseconds(0)) {
+            std::this_thread::sleep_for(kPollPause);
+        }
+        const std::string abort = folder + "/abort";
+        run_bounded(kUnmountLimit, [&](int) {
+            const int fd = ::open(abort.c_str(), O_WRONLY | O_CLOEXEC);
+            if (fd < 0) return errno;
+            const bool written = ::write(fd, "1", 1) == 1;
+            ::close(fd);
+            return written ? 0 : EIO;
+        });
     }
     return {};
 }

@@ -7,7 +7,6 @@
 #include <optional>
 #include <string>
 
-#include "daemon_process.hpp"
 
 namespace tensorfs::csi {
 
@@ -26,13 +25,21 @@ struct MountHealth {
 // statfs of the mount at `target` (which must be one): it always reaches the daemon.
 MountHealth check_mount(const std::string& target);
 
-// The daemon serving the mount at `target`, from its .tensorfs/stats.json; nullopt when it cannot be read.
-std::optional<DaemonProcess> serving_daemon(const std::string& target);
+// The health of a published volume whose mount is gone: its daemon ended and unmounted it.
+MountHealth unmounted_health();
+
+// Where the kernel's FUSE connections are (fusectl); the plugin mounts it there when it is not (a container's /sys).
+inline constexpr const char* kFuseConnections = "/sys/fs/fuse/connections";
+
+// Mounts fusectl at kFuseConnections unless it is there. "" or why it could not.
+std::string ensure_fuse_connections();
 
 // Unmounts every mount at `target`: a plain unmount first; one that is busy or does not answer is detached
-// (lazily), and a daemon that still runs then (someone still holds the filesystem: a reader stuck on a server that
-// stopped answering) is killed, which fails every read still waiting on it. Returns within kUnpublishBound; an
-// error message when a mount is still there, else "".
-std::string clear_target(const std::string& target, const std::optional<DaemonProcess>& daemon);
+// (lazily). When its FUSE connection still exists then (someone still holds the filesystem: a reader stuck on a
+// server that stopped answering, in a mount namespace of its own), the connection is aborted, which fails every
+// read still waiting on it and ends the daemon, wherever the daemon runs (in the mount holder's container, whose
+// processes the plugin cannot see). Returns within kUnpublishBound; an error message when a mount is still there,
+// else "".
+std::string clear_target(const std::string& target);
 
 }  // namespace tensorfs::csi

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <filesystem>
+
+#include <nlohmann/json.hpp>
 
 #include "mountinfo.hpp"
 
@@ -15,6 +18,11 @@ constexpr std::array<std::string_view, 6> kSecretNames = {"HF_TOKEN",          "
                                                           "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
                                                           "username",          "password"};
 constexpr std::size_t kMostSecretBytes = 16 * 1024;
+// What kubelet puts in volume_context when the CSIDriver has tokenRequests:
+// {AUDIENCE: {"token", "expirationTimestamp"}}.
+constexpr std::string_view kTokensKey = "csi.storage.k8s.io/serviceAccount.tokens";
+// The audience of AWS STS's web identity tokens (EKS's IAM roles for service accounts).
+constexpr std::string_view kStsAudience = "sts.amazonaws.com";
 
 grpc::Status invalid(const std::string& message) { return {grpc::StatusCode::INVALID_ARGUMENT, message}; }
 
@@ -71,6 +79,80 @@ void add_headers(const std::string& value, std::vector<std::string>& options) {
     }
 }
 
+// A value that goes to the daemon with the secrets: printable, one line.
+bool is_one_plain_line(const std::string& value, std::size_t most = 2048) {
+    return !value.empty() && value.size() <= most && std::none_of(value.begin(), value.end(), [](char c) {
+        return static_cast<unsigned char>(c) < ' ' || c == 0x7f;
+    });
+}
+
+// The pod's service account token for AWS STS, from kubelet's tokenRequests: the one of audience
+// sts.amazonaws.com, or the only one. Empty when there is none.
+grpc::Status take_token(const std::string& tokens, std::string& token) {
+    const nlohmann::json parsed = nlohmann::json::parse(tokens, nullptr, false);
+    if (!parsed.is_object()) return invalid("volume_context: " + std::string(kTokensKey) + " is not a JSON object");
+    const nlohmann::json* chosen = nullptr;
+    if (parsed.contains(kStsAudience)) {
+        chosen = &parsed[std::string(kStsAudience)];
+    } else if (parsed.size() == 1) {
+        chosen = &parsed.begin().value();
+    } else if (!parsed.empty()) {
+        return invalid("volume_context: kubelet gave service account tokens for several audiences, none of them " +
+                       std::string(kStsAudience) + ": the CSIDriver's tokenRequests should name that one");
+    }
+    if (chosen == nullptr) return grpc::Status::OK;
+    if (!chosen->is_object() || !chosen->contains("token") || !(*chosen)["token"].is_string() ||
+        !is_one_plain_line((*chosen)["token"].get<std::string>(), 16 * 1024)) {
+        return invalid("volume_context: a token of " + std::string(kTokensKey) + " is not {\"token\": TEXT, ...}");
+    }
+    token = (*chosen)["token"].get<std::string>();
+    return grpc::Status::OK;
+}
+
+// AWS web identity: the role named by the volume (aws_role_arn; else the plugin's environment may name one for
+// every volume), the session's name, and the pod's token. They go to the daemon with the secrets.
+grpc::Status check_web_identity(const std::map<std::string, std::string>& context, PublishRequest& request) {
+    const auto find = [&](const std::string& key) -> const std::string* {
+        const auto found = context.find(key);
+        return found == context.end() ? nullptr : &found->second;
+    };
+    const std::string* role = find("aws_role_arn");
+    const std::string* session = find("aws_role_session_name");
+    const std::string* tokens = find(std::string(kTokensKey));
+    const bool s3 = request.source.starts_with("s3://");
+    if ((role || session) && !s3) return invalid("volume_context: aws_role_arn is for an s3:// source");
+    if (role) {
+        if (!role->starts_with("arn:") || !is_one_plain_line(*role)) {
+            return invalid("volume_context: aws_role_arn '" + *role +
+                           "' is not a role's ARN (arn:aws:iam::ACCOUNT:role/NAME)");
+        }
+        request.secrets["AWS_ROLE_ARN"] = *role;
+    }
+    if (session && !is_one_plain_line(*session)) {
+        return invalid("volume_context: aws_role_session_name is not one plain line");
+    }
+    if (!s3) return grpc::Status::OK;
+    if (session) {
+        request.secrets["AWS_ROLE_SESSION_NAME"] = *session;
+    } else {
+        // Seen in CloudTrail: which pod read the bucket.
+        const std::string* pod_namespace = find("csi.storage.k8s.io/pod.namespace");
+        const std::string* pod_name = find("csi.storage.k8s.io/pod.name");
+        if (pod_namespace && pod_name && is_one_plain_line(*pod_namespace) && is_one_plain_line(*pod_name)) {
+            request.secrets["AWS_ROLE_SESSION_NAME"] = "tensorfs." + *pod_namespace + "." + *pod_name;
+        }
+    }
+    // The pod's token goes to the daemon only for a role to assume (the volume's, or one the plugin's environment
+    // names for every volume): a volume that reads with keys, or unsigned, never holds it.
+    const char* node_role = std::getenv("AWS_ROLE_ARN");
+    if (tokens && (role || (node_role != nullptr && *node_role != '\0'))) {
+        std::string token;
+        if (auto status = take_token(*tokens, token); !status.ok()) return status;
+        if (!token.empty()) request.secrets["AWS_WEB_IDENTITY_TOKEN"] = token;
+    }
+    return grpc::Status::OK;
+}
+
 grpc::Status check_context(const ::csi::v1::NodePublishVolumeRequest& message, PublishRequest& request) {
     const auto& context = message.volume_context();
     const auto source = context.find("source");
@@ -80,6 +162,7 @@ grpc::Status check_context(const ::csi::v1::NodePublishVolumeRequest& message, P
     const auto& keys = volume_option_keys();
     for (const auto& [key, value] : ordered) {
         if (key == "source" || key.starts_with("csi.storage.k8s.io/")) continue;
+        if (key == "aws_role_arn" || key == "aws_role_session_name") continue;  // check_web_identity
         if (key == "cache_dir" || key == "disk_cache_size") {
             return invalid("volume_context: '" + key + "' is the node's, not a volume's: one disk cache serves every "
                            "volume (tensorfs csi --cache-dir, --disk-cache-size)");
@@ -87,7 +170,8 @@ grpc::Status check_context(const ::csi::v1::NodePublishVolumeRequest& message, P
         if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
             std::string known;
             for (const auto& name : keys) known += (known.empty() ? "" : ", ") + name;
-            return invalid("volume_context: unknown key '" + key + "' (source, or a mount option: " + known + ")");
+            return invalid("volume_context: unknown key '" + key + "' (source, aws_role_arn, aws_role_session_name, " +
+                           "or a mount option: " + known + ")");
         }
         if (value.find(',') != std::string::npos) {
             return invalid("volume_context: the value of '" + key + "' holds a comma, which no mount option takes");
@@ -103,7 +187,9 @@ grpc::Status check_context(const ::csi::v1::NodePublishVolumeRequest& message, P
 
 grpc::Status check_secrets(const ::csi::v1::NodePublishVolumeRequest& message, PublishRequest& request) {
     std::size_t bytes = 0;
-    for (const auto& [name, raw] : message.secrets()) {
+    // Sorted, so that a refusal names the same key whatever the map's order.
+    const std::map<std::string, std::string> given(message.secrets().begin(), message.secrets().end());
+    for (const auto& [name, raw] : given) {
         if (std::find(kSecretNames.begin(), kSecretNames.end(), name) == kSecretNames.end()) {
             return invalid("secrets: unknown key '" + name + "' (HF_TOKEN, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, " +
                            "AWS_SESSION_TOKEN, username, password)");
@@ -159,6 +245,8 @@ grpc::Status check_publish(const ::csi::v1::NodePublishVolumeRequest& message, c
     if (auto status = check_capability(message); !status.ok()) return status;
     if (auto status = check_context(message, request); !status.ok()) return status;
     if (auto status = check_secrets(message, request); !status.ok()) return status;
+    const std::map<std::string, std::string> context(message.volume_context().begin(), message.volume_context().end());
+    if (auto status = check_web_identity(context, request); !status.ok()) return status;
     request.volume_id = message.volume_id();
     request.target = resolved_target(message.target_path());
     return is_remote(request.source) ? grpc::Status::OK : check_local_source(request.source, local_root);

@@ -18,11 +18,14 @@ struct PublishRequest {
     std::string target;                         // absolute, symbolic links of its parent resolved
     std::string source;                         // volume_context["source"]
     std::vector<std::string> options;           // KEY=VALUE for `tensorfs mount -o`, in key order
-    std::map<std::string, std::string> secrets;  // HF_TOKEN, AWS_*, username, password; trailing newlines dropped
+    // HF_TOKEN, AWS_*, username, password (trailing newlines dropped), and for AWS web identity AWS_ROLE_ARN,
+    // AWS_ROLE_SESSION_NAME (volume attributes aws_role_arn, aws_role_session_name) and AWS_WEB_IDENTITY_TOKEN (the
+    // pod's service account token, from kubelet's tokenRequests): all that goes to the daemon as its secrets.
+    std::map<std::string, std::string> secrets;
 };
 
-// The volume_context keys that are mount options (everything else but "source" and csi.storage.k8s.io/* is
-// refused), in the order the README lists them.
+// The volume_context keys that are mount options (everything else but "source", aws_role_arn,
+// aws_role_session_name and csi.storage.k8s.io/* is refused), in the order the README lists them.
 const std::vector<std::string>& volume_option_keys();
 
 // OK and `request` filled, or INVALID_ARGUMENT naming what is wrong (never quoting a secret's value). A local SOURCE

@@ -31,8 +31,8 @@ nlohmann::json to_json(const PublishedVolume& volume) {
     nlohmann::json record = {{"volume_id", volume.volume_id},
                              {"target", volume.target},
                              {"source", volume.source},
-                             {"options", volume.options}};
-    if (volume.daemon) record["daemon"] = {{"pid", volume.daemon->pid}, {"start", volume.daemon->start}};
+                             {"options", volume.options},
+                             {"made_target", volume.made_target}};
     return record;
 }
 
@@ -43,10 +43,7 @@ std::optional<PublishedVolume> from_json(const nlohmann::json& record) {
         volume.target = record.at("target").get<std::string>();
         volume.source = record.at("source").get<std::string>();
         volume.options = record.at("options").get<std::vector<std::string>>();
-        if (record.contains("daemon")) {
-            volume.daemon = DaemonProcess{record["daemon"].at("pid").get<pid_t>(),
-                                          record["daemon"].at("start").get<std::uint64_t>()};
-        }
+        volume.made_target = record.value("made_target", false);
         return volume;
     } catch (const nlohmann::json::exception&) {
         return std::nullopt;  // not a record of ours: as if there were none

@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "daemon_process.hpp"
-
 namespace tensorfs::csi {
 
 struct PublishedVolume {
@@ -17,7 +15,7 @@ struct PublishedVolume {
     std::string target;
     std::string source;
     std::vector<std::string> options;  // the volume's mount options, KEY=VALUE, in key order
-    std::optional<DaemonProcess> daemon;
+    bool made_target = false;          // the plugin made the target folder (and removes it at unpublish)
 };
 
 class VolumeStore {

@@ -14,6 +14,7 @@
 #include <new>
 #include <vector>
 
+#include "remote/log.hpp"
 #include "request_loop.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/names.hpp"
@@ -83,8 +84,9 @@ template <typename Body>
 void answer(fuse_req_t req, Body&& body) {
     try {
         body();
-    } catch (const IoError&) {
+    } catch (const IoError& error) {
         filesystem_of(req).content.stats().read_errors.add(1);
+        remote::log_failed_read(error.what());
         fuse_reply_err(req, EIO);
     } catch (const std::bad_alloc&) {
         fuse_reply_err(req, ENOMEM);

@@ -28,8 +28,11 @@
 
 #include "daemon.hpp"
 #include "fuse_ops.hpp"
+#include "remote/log.hpp"
 #include "remote/remote_context.hpp"
+#include "remote/secrets.hpp"
 #include "request_loop.hpp"
+#include "secrets_socket.hpp"
 #include "tensorfs/dequantized_config.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/exit_signals.hpp"
@@ -68,6 +71,17 @@ unsigned max_read_of(const std::vector<std::string>& fuse_options) {
 unsigned read_ahead_kb(unsigned max_read) {
     const unsigned requests = std::max(1u, (1u << 20) / std::max(max_read, 4096u));
     return requests * std::max(max_read, 4096u) / 1024;
+}
+
+// log_fd=N: the daemon's stderr becomes N (a Kubernetes mount holder's own stderr: the container's log), and its
+// warnings go there alone, each naming the volume (log_id=) and the SOURCE. Never a secret: the SOURCE is shown
+// as in /proc/mounts, without a password.
+void use_log_descriptor(const MountOptions& options) {
+    if (::fcntl(options.log_fd, F_GETFD) < 0) return;  // not open: keep the usual log
+    ::dup2(options.log_fd, STDERR_FILENO);
+    ::close(options.log_fd);
+    const std::string source = shown_source(options.source);
+    remote::log_to_stderr_only(options.log_id.empty() ? source : "volume " + options.log_id + " (" + source + ")");
 }
 
 // Options every tensorfs mount has: read-only, and named after its source in /proc/mounts.
@@ -176,6 +190,8 @@ int run_mount(const MountOptions& options) {
     const std::uint64_t budget = options.cache_size ? options.cache_size : kDefaultCacheBudget;
     const bool remote = is_remote_source(options.source);
     const std::uint64_t chunk_budget = remote ? budget - budget / 2 : budget;
+    // Messages about credentials say what to do in Kubernetes terms from the first request on.
+    if (!options.csi_volume.empty()) remote::set_kubernetes_volume(options.csi_volume);
     try {
         SourceOptions source_options = options.source_options;
         source_options.counters = stats.remote;
@@ -219,6 +235,18 @@ int run_mount(const MountOptions& options) {
     if (options.debug) args.strings.push_back("-d");
     fuse_args fargs = args.make();
 
+    // Made before the mount, so that a problem with it is the command's error, and inherited by the daemon: it is
+    // there as soon as `tensorfs mount` returns.
+    std::unique_ptr<SecretsSocket> secrets_socket;
+    if (!options.secrets_socket.empty()) {
+        std::string problem;
+        secrets_socket = SecretsSocket::listen_at(options.secrets_socket, problem);
+        if (!secrets_socket) {
+            std::fprintf(stderr, "tensorfs: %s\n", problem.c_str());
+            return 2;
+        }
+    }
+
     const auto& ops = tensorfs_operations();
     fuse_session* session = fuse_session_new(&fargs, &ops, sizeof ops, &filesystem);
     fuse_opt_free_args(&fargs);
@@ -247,7 +275,10 @@ int run_mount(const MountOptions& options) {
         daemonize_when_mounted(mountpoint, read_ahead_kb(filesystem.max_read),
                                [session] { fuse_session_unmount(session); });
     }
+    if (options.log_fd >= 0) use_log_descriptor(options);
+    if (secrets_socket) secrets_socket->start(mountpoint);
     const int loop_result = serve(session, filesystem, options);
+    secrets_socket.reset();
     fuse_session_unmount(session);
     fuse_remove_signal_handlers(session);
     fuse_session_destroy(session);

@@ -7,6 +7,7 @@
 
 #include "libfuse.hpp"
 #include "remote/disk_cache_budget.hpp"
+#include "remote/secrets.hpp"
 #include "tensorfs/dequant_reader.hpp"
 #include "tensorfs/size_option.hpp"
 #include "tensorfs/suggestions.hpp"
@@ -29,9 +30,10 @@ constexpr std::array<std::string_view, 3> kIgnoredPrefixes = {"x-", "X-", "comme
 // tensorfs's own options, by name (NAME=VALUE). take_option_list takes no other option as its own: one parsed
 // below but missing here is refused as unknown, so that this list stays whole, and a mistyped name is matched
 // against it.
-constexpr std::array<std::string_view, 11> kOwnOptions = {
-    "cache_size",      "threads",   "export_dtype", "model",   "cache_dir", "disk_cache_size",
-    "max_connections", "readahead", "proxy",        "header",  "timeout",
+constexpr std::array<std::string_view, 15> kOwnOptions = {
+    "cache_size",      "threads",   "export_dtype", "model",   "cache_dir",      "disk_cache_size",
+    "max_connections", "readahead", "proxy",        "header",  "timeout",        "log_fd",
+    "log_id",          "csi_volume", "secrets_socket",
 };
 
 // libfuse's and mount(8)'s usual options (libfuse itself says which it takes), for suggestions only.
@@ -148,6 +150,25 @@ std::string take_option_list(std::string_view list, MountOptions& options) {
             const auto timeout = parse_timeout(option.substr(8));
             if (!timeout) return "bad timeout '" + std::string(option.substr(8)) + "' (seconds, e.g. 20 or 2.5)";
             options.source_options.timeout = *timeout;
+        } else if (option.starts_with("log_fd=")) {
+            int fd = -1;
+            const std::string_view text = option.substr(7);
+            const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), fd);
+            if (error != std::errc() || end != text.data() + text.size() || fd < 3) {
+                return "bad log_fd '" + std::string(text) + "' (an open file descriptor, 3 or more)";
+            }
+            options.log_fd = fd;
+        } else if (option.starts_with("log_id=")) {
+            options.log_id = std::string(option.substr(7));
+        } else if (option.starts_with("secrets_socket=")) {
+            const std::string_view path = option.substr(15);
+            if (!path.starts_with("/")) return "secrets_socket= needs an absolute path (a unix socket to make)";
+            options.secrets_socket = std::string(path);
+        } else if (option.starts_with("csi_volume=")) {
+            if (option.size() == 11) return "csi_volume= needs a volume id";
+            options.csi_volume = std::string(option.substr(11));
+            // From here on, even for the options after it: what to do is said in Kubernetes terms.
+            remote::set_kubernetes_volume(options.csi_volume);
         } else {
             return "unknown mount option '" + std::string(option) + "'";  // listed in kOwnOptions, parsed nowhere
         }

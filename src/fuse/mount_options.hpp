@@ -10,7 +10,7 @@
 namespace tensorfs {
 
 // Takes out tensorfs's own options (cache_size=, threads=, export_dtype=, model=, cache_dir=, disk_cache_size=,
-// max_connections=, readahead=, timeout=), drops
+// max_connections=, readahead=, timeout=, proxy=, header=, log_fd=, log_id=, secrets_socket=, csi_volume=), drops
 // the ones that mean nothing for a read-only FUSE mount (ro, rw, defaults, noauto, nofail, _netdev, x-*,
 // relatime, ...) and hands the rest to libfuse, refusing any that libfuse does not take either. Returns an error
 // message, or an empty string.

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "secrets.hpp"
 #include "tensorfs/errors.hpp"
 #include "trim_space.hpp"
 
@@ -17,12 +18,13 @@ namespace {
 constexpr std::size_t kMaxFileBytes = 1 << 20;
 constexpr std::string_view kDefaultRegion = "us-east-1";
 
-// Ways of getting credentials that AWS's tools know and tensorfs does not take: profile keys and variables.
+// Ways of getting credentials that AWS's tools know and tensorfs does not take: profile keys and variables (a
+// role_arn with web_identity_token_file is taken: web identity).
 constexpr std::array<std::string_view, 7> kUnsupportedProfileKeys = {
     "role_arn", "credential_process", "sso_session", "sso_start_url", "web_identity_token_file",
     "credential_source", "login_session"};
-constexpr std::array<std::string_view, 3> kUnsupportedVariables = {
-    "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"};
+constexpr std::array<std::string_view, 2> kUnsupportedVariables = {"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                                                                   "AWS_CONTAINER_CREDENTIALS_FULL_URI"};
 
 std::string lower(std::string_view text) {
     std::string out(text);
@@ -112,7 +114,63 @@ std::optional<AwsKeys> keys_from_environment(const Environment& environment) {
     if (!secret) throw_problem("AWS_ACCESS_KEY_ID", "is set without AWS_SECRET_ACCESS_KEY");
     auto token = variable(environment, "AWS_SESSION_TOKEN");
     if (!token) token = variable(environment, "AWS_SECURITY_TOKEN");
-    return AwsKeys{*access, *secret, token.value_or(""), "the environment"};
+    return AwsKeys{*access, *secret, token.value_or(""),
+                   is_given("AWS_ACCESS_KEY_ID") ? given_secrets_place() : "the environment"};
+}
+
+// AWS's regional STS endpoint (botocore's default since 2022; the global one is us-east-1's).
+std::string regional_sts_endpoint(const std::string& region) {
+    return "https://sts." + region + (region.starts_with("cn-") ? ".amazonaws.com.cn" : ".amazonaws.com");
+}
+
+// Web identity from the environment (or given secrets), else from the profile; nullopt when neither names both
+// a role and a token. `half`: what names only one of them, for messages.
+std::optional<AwsWebIdentity> web_identity_of(const Environment& environment, const IniSection* profile,
+                                              const std::string& profile_name, const std::string& config_path,
+                                              std::string& half) {
+    AwsWebIdentity identity;
+    const auto role = variable(environment, "AWS_ROLE_ARN");
+    const auto token = variable(environment, "AWS_WEB_IDENTITY_TOKEN");
+    const auto token_file = variable(environment, "AWS_WEB_IDENTITY_TOKEN_FILE");
+    if (role && (token || token_file)) {
+        identity.role_arn = *role;
+        if (token) {
+            identity.token = *token;
+            identity.found_in = given_secrets_place();
+        } else {
+            identity.token_file = *token_file;
+            identity.found_in = "the environment (AWS_ROLE_ARN, AWS_WEB_IDENTITY_TOKEN_FILE)";
+        }
+        identity.session_name = variable(environment, "AWS_ROLE_SESSION_NAME").value_or("");
+        return identity;
+    }
+    const std::string* profile_role = find(profile, "role_arn");
+    const std::string* profile_file = find(profile, "web_identity_token_file");
+    if (profile_role != nullptr && profile_file != nullptr) {
+        identity.role_arn = *profile_role;
+        identity.token_file = *profile_file;
+        if (identity.token_file == "~" || identity.token_file.starts_with("~/")) {
+            identity.token_file = home_of(environment) + identity.token_file.substr(1);
+        }
+        const std::string* session = find(profile, "role_session_name");
+        identity.session_name = session ? *session : "";
+        identity.found_in = "profile '" + profile_name + "' of " + config_path;
+        return identity;
+    }
+    if (token && !role) {
+        half = kubernetes_volume().empty()
+                   ? "a web identity token was given without AWS_ROLE_ARN"
+                   : "the volume has the pod's service account token (the CSIDriver's tokenRequests) but no "
+                     "aws_role_arn attribute naming the role to assume";
+    } else if (token_file && !role) {
+        half = "AWS_WEB_IDENTITY_TOKEN_FILE is set without AWS_ROLE_ARN";
+    } else if (role && !token && !token_file && profile_role == nullptr) {
+        half = kubernetes_volume().empty()
+                   ? "AWS_ROLE_ARN is set without AWS_WEB_IDENTITY_TOKEN_FILE"
+                   : "the volume names a role (aws_role_arn) but kubelet gave no service account token for "
+                     "audience sts.amazonaws.com: the CSIDriver csi.tensorfs.io needs tokenRequests";
+    }
+    return std::nullopt;
 }
 
 std::string unsupported_source(const Environment& environment, const IniSection* profile, const std::string& name) {
@@ -148,17 +206,21 @@ void check_region(const std::string& region, const std::string& found_in) {
     }
 }
 
-std::string endpoint_of(const Environment& environment, const Files& files, const IniSection* profile) {
+// The endpoint of `service` ("s3", "sts") the settings name, as AWS's tools find it; empty: AWS's own.
+std::string endpoint_of(const Environment& environment, const Files& files, const IniSection* profile,
+                        const std::string& service) {
     if (is_true(variable(environment, "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"))) return {};
     if (const std::string* ignore = find(profile, "ignore_configured_endpoint_urls"); ignore && is_true(*ignore)) {
         return {};
     }
-    if (auto url = variable(environment, "AWS_ENDPOINT_URL_S3")) return *url;
+    std::string upper = service;
+    std::transform(upper.begin(), upper.end(), upper.begin(), [](unsigned char c) { return std::toupper(c); });
+    if (auto url = variable(environment, "AWS_ENDPOINT_URL_" + upper)) return *url;
     if (auto url = variable(environment, "AWS_ENDPOINT_URL")) return *url;
     if (const std::string* services = find(profile, "services")) {
         const auto section = files.config.find("services " + *services);
         if (section != files.config.end()) {
-            if (const std::string* url = find(&section->second, "s3.endpoint_url")) return *url;
+            if (const std::string* url = find(&section->second, service + ".endpoint_url")) return *url;
         }
     }
     if (const std::string* url = find(profile, "endpoint_url")) return *url;
@@ -197,13 +259,7 @@ std::map<std::string, IniSection> parse_ini(std::string_view text) {
     return sections;
 }
 
-AwsSettings read_aws_settings() {
-    return read_aws_settings([](const std::string& name) -> std::optional<std::string> {
-        const char* value = std::getenv(name.c_str());
-        if (value == nullptr) return std::nullopt;
-        return std::string(value);
-    });
-}
+AwsSettings read_aws_settings() { return read_aws_settings(credential_variable); }
 
 AwsSettings read_aws_settings(const Environment& environment) {
     Files files;
@@ -224,15 +280,22 @@ AwsSettings read_aws_settings(const Environment& environment) {
                                              "), and " + files.credentials_path + " has none either");
     }
 
+    // As botocore's chain: the environment's keys, then web identity, then the profiles' keys.
     settings.keys = keys_from_environment(environment);
+    std::string half_identity;
     if (!settings.keys) {
+        settings.web_identity =
+            web_identity_of(environment, config_profile, settings.profile, files.config_path, half_identity);
+    }
+    if (!settings.keys && !settings.web_identity) {
         settings.keys = keys_of(credentials_profile,
                                 "profile '" + settings.profile + "' of " + files.credentials_path);
     }
-    if (!settings.keys) {
+    if (!settings.keys && !settings.web_identity) {
         settings.keys = keys_of(config_profile, "profile '" + settings.profile + "' of " + files.config_path);
     }
-    if (!settings.keys) {
+    if (!settings.keys && !settings.web_identity) {
+        settings.incomplete_source = half_identity;
         settings.unsupported_source = unsupported_source(environment, config_profile, settings.profile);
         if (settings.unsupported_source.empty()) {
             settings.unsupported_source = unsupported_source(environment, credentials_profile, settings.profile);
@@ -253,7 +316,13 @@ AwsSettings read_aws_settings(const Environment& environment) {
     }
     check_region(settings.region, region_found_in);
     if (settings.keys) check_keys(*settings.keys);
-    settings.endpoint = endpoint_of(environment, files, config_profile);
+    settings.endpoint = endpoint_of(environment, files, config_profile, "s3");
+    if (settings.web_identity) {
+        settings.web_identity->sts_endpoint = endpoint_of(environment, files, config_profile, "sts");
+        if (settings.web_identity->sts_endpoint.empty()) {
+            settings.web_identity->sts_endpoint = regional_sts_endpoint(settings.region);
+        }
+    }
     return settings;
 }
 

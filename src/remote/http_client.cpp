@@ -14,6 +14,7 @@
 #include <random>
 #include <thread>
 
+#include "secrets.hpp"
 #include "url.hpp"
 #include "xml.hpp"
 
@@ -253,7 +254,8 @@ std::string describe_failure(CURLcode code, const char* detail) {
         case CURLE_SSL_CACERT_BADFILE:
         case CURLE_SSL_CERTPROBLEM:
             return "TLS certificate not accepted (" + words +
-                   "); tensorfs always verifies it: name the CA's file in SSL_CERT_FILE or CURL_CA_BUNDLE";
+                   "); tensorfs always verifies it: name the CA's file in SSL_CERT_FILE or CURL_CA_BUNDLE" +
+                   (kubernetes_volume().empty() ? "" : " in the environment of the CSI plugin's container");
         case CURLE_COULDNT_RESOLVE_HOST: return "cannot resolve host (" + words + ")";
         case CURLE_COULDNT_CONNECT: return "cannot connect (" + words + ")";
         case CURLE_OPERATION_TIMEDOUT: return "timed out (" + words + ")";
@@ -263,6 +265,46 @@ std::string describe_failure(CURLcode code, const char* detail) {
 
 using Clock = std::chrono::steady_clock;
 
+// S3's refusals of temporary keys that have expired: new ones (renewed) may succeed.
+bool is_expired_refusal(const Response& response) {
+    return response.error_code == "ExpiredToken" || response.error_code == "TokenRefreshRequired" ||
+           response.error_code == "ExpiredTokenException";
+}
+
+class FixedCredentials : public CredentialSource {
+public:
+    explicit FixedCredentials(std::vector<Credentials> credentials) : credentials_(std::move(credentials)) {}
+    Current current(Clock::time_point) override { return {credentials_, 0}; }
+    std::uint64_t version() const override { return 0; }
+
+private:
+    const std::vector<Credentials> credentials_;
+};
+
+class SecretCredentials : public CredentialSource {
+public:
+    explicit SecretCredentials(std::function<std::vector<Credentials>()> make) : make_(std::move(make)) {}
+
+    Current current(Clock::time_point) override {
+        const std::uint64_t now = secrets_generation();
+        const std::lock_guard lock(mutex_);
+        if (!made_ || generation_ != now) {
+            credentials_ = make_();
+            generation_ = now;
+            made_ = true;
+        }
+        return {credentials_, generation_};
+    }
+    std::uint64_t version() const override { return secrets_generation(); }
+
+private:
+    const std::function<std::vector<Credentials>()> make_;
+    std::mutex mutex_;
+    bool made_ = false;
+    std::uint64_t generation_ = 0;
+    std::vector<Credentials> credentials_;
+};
+
 // What is left until `deadline`, in whole milliseconds rounded up (libcurl takes 0 as "no limit").
 long milliseconds_left(Clock::time_point deadline) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
@@ -270,6 +312,14 @@ long milliseconds_left(Clock::time_point deadline) {
 }
 
 }  // namespace
+
+std::shared_ptr<CredentialSource> fixed_credentials(std::vector<Credentials> credentials) {
+    return std::make_shared<FixedCredentials>(std::move(credentials));
+}
+
+std::shared_ptr<CredentialSource> credentials_from_secrets(std::function<std::vector<Credentials>()> make) {
+    return std::make_shared<SecretCredentials>(std::move(make));
+}
 
 std::string timeout_text(std::chrono::milliseconds timeout) {
     std::string seconds = std::to_string(timeout.count() / 1000);
@@ -364,7 +414,7 @@ struct HttpClient::Handles {
     }
 };
 
-HttpClient::HttpClient(RemoteCounters& counters, std::vector<Credentials> credentials,
+HttpClient::HttpClient(RemoteCounters& counters, std::shared_ptr<CredentialSource> credentials,
                        std::chrono::milliseconds timeout, RequestSettings settings)
     : counters_(counters),
       credentials_(std::move(credentials)),
@@ -396,11 +446,15 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
     const std::string origin = origin_of(url);
     const std::string gave_up = "; gave up after " + timeout_text(timeout_);
     std::string last_failure;
+    bool sent_again = false;  // once, with credentials that changed or were renewed after a refusal
     for (int attempt = 1;; ++attempt) {
         if (Clock::now() >= deadline) {
             throw HttpError(last_failure.empty() ? "no answer within " + timeout_text(timeout_)
                                                  : last_failure + gave_up);
         }
+        // Asked at each try: credentials given or renewed meanwhile go with the next one.
+        const CredentialSource::Current used =
+            credentials_ ? credentials_->current(deadline) : CredentialSource::Current{};
         CURL* handle = handles_->take();
         if (handle == nullptr) throw HttpError("cannot start a transfer (out of memory)");
         curl_easy_reset(handle);
@@ -409,7 +463,7 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
         curl_slist* headers = nullptr;
         for (const auto& header : settings_.headers) headers = curl_slist_append(headers, header.c_str());
         for (const auto& header : request.headers) headers = curl_slist_append(headers, header.c_str());
-        for (const auto& credentials : credentials_) {
+        for (const auto& credentials : used.credentials) {
             if (credentials.origin != origin) continue;
             if (credentials.aws) {
                 sign_for_aws(handle, *credentials.aws, headers);
@@ -452,6 +506,10 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
         // CONNECT to the proxy (CURLHEADER_SEPARATE).
         if (!settings_.proxy.empty()) curl_easy_setopt(handle, CURLOPT_PROXY, settings_.proxy.c_str());
         if (request.head) curl_easy_setopt(handle, CURLOPT_NOBODY, 1L);
+        if (!request.form.empty()) {
+            curl_easy_setopt(handle, CURLOPT_POSTFIELDS, request.form.data());
+            curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.form.size()));
+        }
         if (request.ranged) curl_easy_setopt(handle, CURLOPT_RANGE, range.c_str());
         curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(handle, CURLOPT_HEADERDATA, &transfer);
@@ -476,6 +534,16 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
         Response& response = transfer.response;
         if (response.overflow) return response;  // the caller says what a body longer than asked for means
         if (code == CURLE_OK && !response.ok()) read_error_body(response);
+        // Refused with credentials that changed while the request was under way (a republish gave new secrets),
+        // or with temporary keys that expired before they were renewed: once more with the current ones.
+        const bool refused = response.status == 400 || response.status == 401 || response.status == 403;
+        if (code == CURLE_OK && refused && credentials_ && !sent_again) {
+            const bool changed = credentials_->version() != used.version;
+            if (changed || (is_expired_refusal(response) && credentials_->expired(used.version))) {
+                sent_again = true;
+                continue;
+            }
+        }
         const bool transient = code != CURLE_OK ? is_transient(code) : is_transient_status(response);
         const auto pause = backoff(attempt, retry_after_seconds(transfer.retry_after));
         // No time left for another try: the last failure is the answer (a transient status is the caller's to tell).

@@ -36,6 +36,36 @@ struct Credentials {
     std::optional<AwsSigning> aws;
 };
 
+// Where a client's credentials come from. They may change while the client runs (new secrets given to a running
+// daemon: secrets.hpp; temporary AWS keys renewed before they expire: aws_credentials.hpp): the client asks before
+// every request, from any of its threads.
+class CredentialSource {
+public:
+    struct Current {
+        std::vector<Credentials> credentials;
+        std::uint64_t version = 0;  // moves whenever the credentials change
+    };
+    virtual ~CredentialSource() = default;
+    // The credentials to send now. May renew them first (ask AWS STS for new temporary keys), within `deadline`;
+    // throws CredentialsError when there are none to be had.
+    virtual Current current(std::chrono::steady_clock::time_point deadline) = 0;
+    // The version current() would give now, without renewing anything.
+    virtual std::uint64_t version() const = 0;
+    // A request sent with version `used` was refused as expired (S3's ExpiredToken): returns whether other
+    // credentials can be had (the next current() renews them), false when these cannot be renewed.
+    virtual bool expired(std::uint64_t used) {
+        static_cast<void>(used);
+        return false;
+    }
+};
+
+// Credentials that never change.
+std::shared_ptr<CredentialSource> fixed_credentials(std::vector<Credentials> credentials);
+
+// Credentials that `make` makes from the given secrets and the environment (secrets.hpp), made again whenever the
+// given secrets change.
+std::shared_ptr<CredentialSource> credentials_from_secrets(std::function<std::vector<Credentials>()> make);
+
 // What every request of a client goes through and carries, whoever it is for (SourceOptions' proxy and headers).
 struct RequestSettings {
     std::string proxy;                 // empty: libcurl's variables (http_proxy, HTTPS_PROXY, ALL_PROXY, NO_PROXY)
@@ -45,6 +75,7 @@ struct RequestSettings {
 struct Request {
     std::string url;
     bool head = false;                   // HEAD: the answer's headers only
+    std::string form;                    // a POST of this application/x-www-form-urlencoded body (AWS STS); empty: GET
     bool ranged = false;                 // ask for bytes [first, last] only
     std::uint64_t first = 0;
     std::uint64_t last = 0;
@@ -100,18 +131,27 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+// No credentials could be had for a request (AWS STS refused the web identity token, or could not be reached):
+// nothing was sent to the server. what() says why and what to do.
+class CredentialsError : public HttpError {
+public:
+    using HttpError::HttpError;
+};
+
 class HttpClient {
 public:
-    // `timeout`: the deadline of a request that sets none, from when it is sent.
-    HttpClient(RemoteCounters& counters, std::vector<Credentials> credentials, std::chrono::milliseconds timeout,
-               RequestSettings settings = {});
+    // `timeout`: the deadline of a request that sets none, from when it is sent. `credentials`: none when null.
+    HttpClient(RemoteCounters& counters, std::shared_ptr<CredentialSource> credentials,
+               std::chrono::milliseconds timeout, RequestSettings settings = {});
     ~HttpClient();
     HttpClient(const HttpClient&) = delete;
     HttpClient& operator=(const HttpClient&) = delete;
 
     // Sends `request` and returns the final answer, whatever its status (404, 412: the caller knows what they
     // mean); redirects are followed and transient failures retried first, until the request's deadline. Throws
-    // HttpError when no answer came by then.
+    // HttpError when no answer came by then (CredentialsError when no credentials could be had for it). A request
+    // refused because its credentials changed while it was under way, or because temporary keys expired, is sent
+    // again once with the new ones.
     Response send(const Request& request);
 
     RemoteCounters& counters() const { return counters_; }
@@ -123,7 +163,7 @@ private:
                                std::chrono::steady_clock::time_point deadline);
 
     RemoteCounters& counters_;
-    std::vector<Credentials> credentials_;
+    std::shared_ptr<CredentialSource> credentials_;
     RequestSettings settings_;
     const std::chrono::milliseconds timeout_;
     std::unique_ptr<Handles> handles_;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "remote_object.hpp"
+#include "secrets.hpp"
 #include "tensorfs/errors.hpp"
 #include "trim_space.hpp"
 #include "url.hpp"
@@ -84,9 +85,10 @@ std::string hub_endpoint() {
 }
 
 std::optional<std::string> hub_token() {
+    // A token given to tensorfs (secrets.hpp) comes first, and may change while a mount runs.
     for (const char* variable : {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}) {
-        if (const char* token = std::getenv(variable); token != nullptr && *token != '\0') {
-            return std::string(trim_space(token));
+        if (const auto token = credential_variable(variable); token && !trim_space(*token).empty()) {
+            return std::string(trim_space(*token));
         }
     }
     std::string file;

@@ -7,8 +7,9 @@
 // A branch or tag is resolved to its commit once, at the first request, and every listing and file after uses that
 // commit, as huggingface_hub pins a download to X-Repo-Commit: a push while a mount is up never mixes two commits'
 // files, and `prefetch --verify` checks bytes against the listing of the commit they came from.
-// ENDPOINT is $HF_ENDPOINT, default https://huggingface.co. The token is $HF_TOKEN, else the file $HF_HOME/token
-// (default ~/.cache/huggingface/token), sent as a bearer token to ENDPOINT's origin only.
+// ENDPOINT is $HF_ENDPOINT, default https://huggingface.co. The token is HF_TOKEN given to tensorfs (secrets.hpp:
+// a Kubernetes volume's Secret, which may change while it is mounted), else $HF_TOKEN, else the file
+// $HF_HOME/token (default ~/.cache/huggingface/token), sent as a bearer token to ENDPOINT's origin only.
 #pragma once
 
 #include <memory>

@@ -29,7 +29,7 @@ std::uint64_t readahead_limit_of(const SourceOptions& options) {
 
 RemoteContext::~RemoteContext() { disk_.finish_writes(); }
 
-RemoteContext::RemoteContext(const SourceOptions& options, std::vector<Credentials> credentials,
+RemoteContext::RemoteContext(const SourceOptions& options, std::shared_ptr<CredentialSource> credentials,
                              ExplainRefusal explain)
     : counters_(options.counters != nullptr ? options.counters : std::make_shared<RemoteCounters>()),
       http_(*counters_, std::move(credentials), options.timeout, RequestSettings{options.proxy, options.headers}),

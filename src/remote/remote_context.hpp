@@ -39,7 +39,7 @@ std::uint64_t readahead_limit_of(const SourceOptions& options);
 
 class RemoteContext {
 public:
-    RemoteContext(const SourceOptions& options, std::vector<Credentials> credentials, ExplainRefusal explain);
+    RemoteContext(const SourceOptions& options, std::shared_ptr<CredentialSource> credentials, ExplainRefusal explain);
     // Ends the disk cache's writer first: each write it finishes calls back into the memory accounting below,
     // whose members are destroyed before disk_ is.
     ~RemoteContext();

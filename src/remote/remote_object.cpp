@@ -822,6 +822,8 @@ void RemoteObject::fetch(std::uint64_t offset, std::vector<std::span<char>> into
         Response response;
         try {
             response = context_->http().send(request);
+        } catch (const CredentialsError& error) {
+            throw IoError(name(), error.what());  // nothing was sent: the server is not silent
         } catch (const HttpError& error) {
             context_->no_answer();
             throw IoError(name(), error.what());
@@ -858,6 +860,10 @@ void RemoteObject::fetch(std::uint64_t offset, std::vector<std::span<char>> into
             continue;
         }
         if (response.status == 404 || response.status == 410) changed("no longer there: " + response.status_text());
+        // Refused credentials: the source's explanation says what to do (update a Kubernetes volume's Secret...).
+        if (response.status == 400 || response.status == 401 || response.status == 403) {
+            throw IoError(name(), context_->refusal(response));
+        }
         throw IoError(name(), response.status_text());
     }
 }

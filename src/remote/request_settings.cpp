@@ -3,6 +3,7 @@
 #include <array>
 #include <cctype>
 
+#include "secrets.hpp"
 #include "tensorfs/source_options.hpp"
 
 namespace tensorfs {
@@ -56,8 +57,11 @@ std::string take_header(std::string_view name_value, SourceOptions& options) {
     const std::string lowered = lower(name);
     if (std::find(kOwnHeaders.begin(), kOwnHeaders.end(), lowered) != kOwnHeaders.end() ||
         lowered.starts_with("x-amz-")) {
+        const std::string credentials = remote::kubernetes_volume().empty()
+                                            ? " (credentials: HF_TOKEN, ~/.netrc, the AWS keys)"
+                                            : " (credentials go in the Secret of the volume's nodePublishSecretRef)";
         return "header '" + std::string(name) + "' is one tensorfs sets itself" +
-               (lowered == "authorization" ? " (credentials: HF_TOKEN, ~/.netrc, the AWS keys)" : "");
+               (lowered == "authorization" ? credentials : "");
     }
     options.headers.push_back(std::string(name) + ": " + std::string(value));
     return {};

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "aws_credentials.hpp"
 #include "remote_object.hpp"
 #include "s3_checksum.hpp"
+#include "secrets.hpp"
 #include "tensorfs/errors.hpp"
 #include "url.hpp"
 #include "url_folder.hpp"
@@ -33,44 +35,66 @@ std::string aws_domain(const std::string& region) {
     return region.starts_with("cn-") ? "amazonaws.com.cn" : "amazonaws.com";
 }
 
-// What is not secret about the settings, for the messages of refusals.
+// What to do about a refusal, from what is not secret about the credentials in use (asked at each refusal: they
+// change when new secrets are given or temporary keys are renewed).
 struct Advice {
     std::string bucket;
     std::string region;
-    bool signed_requests = false;
-    std::string access_key;
-    std::string found_in;
-    std::string unsupported_source;
+    std::shared_ptr<AwsCredentialSource> credentials;
 
     // What a user can do about `response`, by S3's error code; empty when there is nothing to say.
     std::string about(const Response& response) const {
         const std::string& code = response.error_code;
+        const bool kubernetes = !kubernetes_volume().empty();
         if (!response.bucket_region.empty() && response.bucket_region != region) {
             return "the bucket is in region " + response.bucket_region + ", not " + region + ": set AWS_REGION=" +
-                   response.bucket_region;
+                   response.bucket_region + (kubernetes ? " in the environment of the CSI plugin's container" : "");
         }
         if (code == "NoSuchBucket") return "there is no bucket '" + bucket + "' at this endpoint";
         if (code == "RequestTimeTooSkewed") {
             return "this machine's clock is more than 15 minutes off the store's: set it right (NTP)";
         }
-        if (!signed_requests && (response.status == 401 || response.status == 403)) {
-            std::string text = "no AWS credentials were found (AWS_ACCESS_KEY_ID, AWS_PROFILE, ~/.aws/credentials), "
-                               "so the request went unsigned, which only a public bucket allows";
-            if (!unsupported_source.empty()) {
-                text += "; " + unsupported_source + ", which tensorfs does not use: export the keys, e.g. with "
-                        "eval \"$(aws configure export-credentials --format env)\"";
+        const AwsCredentialSource::Description used = credentials->describe();
+        if (!used.signs && (response.status == 401 || response.status == 403)) {
+            std::string text =
+                kubernetes ? "the volume has no AWS credentials, so the request went unsigned, which only a public "
+                             "bucket allows: put AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in a Secret and name it "
+                             "in the volume's nodePublishSecretRef, or give the volume the attribute aws_role_arn "
+                             "(web identity with the pod's service account)"
+                           : "no AWS credentials were found (AWS_ACCESS_KEY_ID, AWS_PROFILE, ~/.aws/credentials, "
+                             "AWS_ROLE_ARN with AWS_WEB_IDENTITY_TOKEN_FILE), so the request went unsigned, which "
+                             "only a public bucket allows";
+            if (!used.incomplete_source.empty()) {
+                text += "; " + used.incomplete_source;
+            } else if (!used.unsupported_source.empty()) {
+                text += "; " + used.unsupported_source + ", which tensorfs does not use";
+                if (!kubernetes) {
+                    text += ": export the keys, e.g. with eval \"$(aws configure export-credentials --format env)\"";
+                }
             }
             return text;
         }
+        // Keys from a volume's Secret are changed by changing the Secret: kubelet's next publish (within a minute,
+        // requiresRepublish) gives them to the running volume.
+        const bool from_secret = kubernetes && used.found_in == given_secrets_place();
+        const std::string update = from_secret ? ": update the Secret (kubelet gives the running volume its new keys "
+                                                 "within a minute)"
+                                               : "";
+        const std::string keys = "access key " + used.access_key + " from " + used.found_in;
         if (code == "SignatureDoesNotMatch") {
-            return "the secret key from " + found_in + " is not the one of access key " + access_key;
+            return "the secret key from " + used.found_in + " is not the one of access key " + used.access_key + update;
         }
-        if (code == "InvalidAccessKeyId") return "the store does not know access key " + access_key + " from " + found_in;
+        if (code == "InvalidAccessKeyId") return "the store does not know " + keys + update;
         if (code == "InvalidToken" || code == "ExpiredToken" || code == "TokenRefreshRequired") {
-            return "the session token from " + found_in + " is not valid (any more): get new credentials";
+            if (!used.role_arn.empty()) return "the temporary keys of " + used.found_in + " were refused as expired";
+            return "the session token from " + used.found_in + " is not valid (any more)" +
+                   (from_secret ? ": put new keys in the Secret, or use web identity (the volume attribute "
+                                  "aws_role_arn), whose keys tensorfs renews"
+                                : ": get new credentials");
         }
         if (code == "AccessDenied" || response.status == 403) {
-            return "access key " + access_key + " from " + found_in + " may not read it";
+            return keys + " may not read it" +
+                   (kubernetes ? ": its IAM policy must allow s3:GetObject and s3:ListBucket on the bucket" : "");
         }
         return {};
     }
@@ -227,15 +251,9 @@ ResolvedSource resolve_s3(const std::string& source, const SourceOptions& option
     const AwsSettings settings = read_aws_settings();
     S3Endpoint endpoint(address.bucket, settings);
 
-    std::vector<Credentials> credentials;
-    Advice advice{address.bucket, settings.region, settings.keys.has_value(), "", "", settings.unsupported_source};
-    if (settings.keys) {
-        const AwsKeys& keys = *settings.keys;
-        credentials.push_back({endpoint.origin(), "",
-                               AwsSigning{settings.region, keys.access_key, keys.secret_key, keys.session_token}});
-        advice.access_key = keys.access_key;
-        advice.found_in = keys.found_in;
-    }
+    // Kept current: read again when new secrets are given, temporary keys renewed (aws_credentials.hpp).
+    auto credentials = std::make_shared<AwsCredentialSource>(endpoint.origin(), settings, options);
+    Advice advice{address.bucket, settings.region, credentials};
     const std::string origin = endpoint.origin();
     auto explain = [advice, origin](const Response& response) {
         const std::string what = advice.about(response);

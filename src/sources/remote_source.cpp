@@ -4,6 +4,7 @@
 #include "remote/hub.hpp"
 #include "remote/remote_context.hpp"
 #include "remote/s3.hpp"
+#include "remote/secrets.hpp"
 #include "remote/url.hpp"
 #include "remote/url_folder.hpp"
 #include "tensorfs/errors.hpp"
@@ -11,23 +12,52 @@
 namespace tensorfs {
 namespace {
 
+// What to do when the server refuses the request's credentials (or their absence), in the terms of where they
+// come from: a Kubernetes volume's Secret, or the environment and files of the user.
+std::string credentials_hint(bool hub, bool token) {
+    if (!remote::kubernetes_volume().empty()) {
+        const std::string applied = " (kubelet gives the running volume the Secret's new values within a minute)";
+        if (hub) {
+            return token ? "the Hub refused the token from the volume's Secret (nodePublishSecretRef): put a token "
+                           "that may read this repository in its HF_TOKEN key" + applied
+                         : "the Hub wants a token for it: put one that may read this repository in the HF_TOKEN key "
+                           "of a Secret, and name that Secret in the volume's nodePublishSecretRef";
+        }
+        return remote::given_secret("username") || remote::given_secret("password")
+                   ? "the server refused the username and password from the volume's Secret "
+                     "(nodePublishSecretRef): update them there" + applied
+                   : "the server wants credentials: put username and password in a Secret, and name that Secret in "
+                     "the volume's nodePublishSecretRef";
+    }
+    if (hub) {
+        return token ? "the Hub refused the token (from HF_TOKEN or the token file); set HF_TOKEN to a token that "
+                       "may read this repository"
+                     : "the Hub wants a token for it; set HF_TOKEN to a token that may read this repository";
+    }
+    return "the server wants credentials (put them in ~/.netrc for its host)";
+}
+
 std::shared_ptr<remote::RemoteContext> context_for(const std::string& source, const SourceOptions& options) {
     const std::string endpoint = remote::hub_endpoint();
-    const auto token = remote::hub_token();
-    std::vector<remote::Credentials> credentials;
-    if (token) credentials.push_back({remote::origin_of(endpoint), "Bearer " + *token, std::nullopt});
     const bool hub = source.starts_with("hf://") || remote::origin_of(source) == remote::origin_of(endpoint);
-    std::string hint;
-    if (hub) {
-        hint = token ? "the Hub refused the token (from HF_TOKEN or the token file); set HF_TOKEN to a token "
-                       "that may read this repository"
-                     : "the Hub wants a token for it; set HF_TOKEN to a token that may read this repository";
-    } else {
-        hint = "the server wants credentials (put them in ~/.netrc for its host)";
-    }
-    auto explain = [hint](const remote::Response& response) {
+    // Made again whenever new secrets are given (a republish of a Kubernetes volume): the next request uses them.
+    auto credentials = remote::credentials_from_secrets(
+        [hub_origin = remote::origin_of(endpoint), source_origin = hub ? "" : remote::origin_of(source)] {
+            std::vector<remote::Credentials> list;
+            if (const auto token = remote::hub_token()) list.push_back({hub_origin, "Bearer " + *token, std::nullopt});
+            const auto user = remote::given_secret("username");
+            const auto password = remote::given_secret("password");
+            if (!source_origin.empty() && (user || password)) {
+                list.push_back({source_origin, remote::basic_authorization(user.value_or(""), password.value_or("")),
+                                std::nullopt});
+            }
+            return list;
+        });
+    auto explain = [hub](const remote::Response& response) {
         std::string text = response.status_text() + " (" + remote::without_credentials(response.url) + ")";
-        if (response.status == 401 || response.status == 403) text += ": " + hint;
+        if (response.status == 401 || response.status == 403) {
+            text += ": " + credentials_hint(hub, remote::hub_token().has_value());
+        }
         return text;
     };
     return std::make_shared<remote::RemoteContext>(options, std::move(credentials), std::move(explain));

@@ -49,75 +49,34 @@ def secret_holders(secret):
     return found
 
 
-class Plugin:
-    """`tensorfs csi` in a folder of its own: the socket, --state-dir and --cache-dir (or `cache`), started at
-    once. `env`: its environment (the daemons inherit it). `kubelet` is a folder for pods' volume targets."""
+class Kubelet:
+    """kubelet's side of a plugin's socket: a channel to it, the pods' volume folders under `kubelet`, and the calls
+    kubelet makes. `alive()` says whether the plugin runs (clean_targets unpublishes through it then)."""
 
-    def __init__(self, test, env=None, cache=None):
-        self.folder = tempfile.mkdtemp(prefix="tensorfs-csi-")
-        test.addCleanup(shutil.rmtree, self.folder, ignore_errors=True)
-        self.socket = os.path.join(self.folder, "csi.sock")
-        self.state = os.path.join(self.folder, "state")
-        self.cache = cache or os.path.join(self.folder, "cache")
-        self.kubelet = os.path.join(self.folder, "kubelet")
-        os.mkdir(self.kubelet)
-        self.env = env
-        # The arguments after `tensorfs csi`.
-        self.args = ["--endpoint", "unix://" + self.socket, "--node-id", "node-1", "--state-dir", self.state,
-                     "--cache-dir", self.cache, "--local-root", "/"]
+    def __init__(self, socket_path, kubelet):
+        self.socket = socket_path
+        self.kubelet = kubelet
         self.targets = set()
-        self.process = None
         self.channel = None
-        self.log = open(os.path.join(self.folder, "plugin.log"), "ab")
-        test.addCleanup(self.log.close)
-        # Cleanups run last first: the targets are unpublished before the plugin stops.
-        test.addCleanup(self.stop)
-        test.addCleanup(self.clean_targets)
-        self.start()
 
-    def start(self):
-        self.process = subprocess.Popen([BIN, "csi", *self.args], stdin=subprocess.DEVNULL, stdout=self.log,
-                                        stderr=self.log, env=self.env, preexec_fn=_die_with_parent)
-        self.connect()
+    def alive(self):
+        return True
 
-    def connect(self):
+    def connect(self, timeout=60):
         """A new channel to the plugin, once it answers (a plugin started again makes its socket anew)."""
         if self.channel is not None:
             self.channel.close()
         # gRPC waits a second before it tries again to connect to a socket that was not there yet.
-        assert wait_until(lambda: os.path.exists(self.socket) or self.process.poll() is not None)
+        assert wait_until(lambda: os.path.exists(self.socket) or not self.alive())
         self.channel = grpc.insecure_channel("unix://" + self.socket)
-        grpc.channel_ready_future(self.channel).result(timeout=60)
+        grpc.channel_ready_future(self.channel).result(timeout=timeout)
         self.identity = rpc.IdentityStub(self.channel)
         self.node = rpc.NodeStub(self.channel)
 
-    def stop(self):
+    def disconnect(self):
         if self.channel is not None:
             self.channel.close()
             self.channel = None
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=60)
-
-    def plugin_pid(self):
-        """The pid of the gRPC plugin, tensorfs-csi, child of `tensorfs csi`."""
-        def find():
-            with open(f"/proc/{self.process.pid}/task/{self.process.pid}/children") as f:
-                for pid in f.read().split():
-                    with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-                        if os.path.basename(cmdline.read().split(b"\0")[0]) == b"tensorfs-csi":
-                            return int(pid)
-            return None
-        assert wait_until(lambda: find() is not None), "no tensorfs-csi under tensorfs csi"
-        return find()
-
-    def kill(self):
-        """SIGKILL of `tensorfs csi` (its plugin ends with it); the daemons go on."""
-        self.process.kill()
-        self.process.wait(timeout=60)
-        self.channel.close()
-        self.channel = None
-        assert wait_until(lambda: not os.path.exists(self.socket) or not self.answers()), "the plugin did not end"
 
     def answers(self):
         try:
@@ -155,7 +114,7 @@ class Plugin:
     def clean_targets(self):
         """Unpublishes every target (through the plugin if it runs), then leaves no mount and no daemon behind."""
         for target in self.targets:
-            if self.process is not None and self.process.poll() is None:
+            if self.alive() and self.channel is not None:
                 try:
                     self.unpublish(target)
                 except grpc.RpcError:
@@ -166,6 +125,63 @@ class Plugin:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+
+
+class Plugin(Kubelet):
+    """`tensorfs csi` in a folder of its own: the socket, --state-dir and --cache-dir (or `cache`), started at
+    once. `env`: its environment (the daemons inherit it). `kubelet` is a folder for pods' volume targets."""
+
+    def __init__(self, test, env=None, cache=None):
+        self.folder = tempfile.mkdtemp(prefix="tensorfs-csi-")
+        test.addCleanup(shutil.rmtree, self.folder, ignore_errors=True)
+        super().__init__(os.path.join(self.folder, "csi.sock"), os.path.join(self.folder, "kubelet"))
+        self.state = os.path.join(self.folder, "state")
+        self.cache = cache or os.path.join(self.folder, "cache")
+        os.mkdir(self.kubelet)
+        self.env = env
+        # The arguments after `tensorfs csi`.
+        self.args = ["--endpoint", "unix://" + self.socket, "--node-id", "node-1", "--state-dir", self.state,
+                     "--cache-dir", self.cache, "--local-root", "/"]
+        self.process = None
+        self.log = open(os.path.join(self.folder, "plugin.log"), "ab")
+        test.addCleanup(self.log.close)
+        # Cleanups run last first: the targets are unpublished before the plugin stops.
+        test.addCleanup(self.stop)
+        test.addCleanup(self.clean_targets)
+        self.start()
+
+    def alive(self):
+        return self.process is not None and self.process.poll() is None
+
+    def start(self):
+        self.process = subprocess.Popen([BIN, "csi", *self.args], stdin=subprocess.DEVNULL, stdout=self.log,
+                                        stderr=self.log, env=self.env, preexec_fn=_die_with_parent)
+        self.connect()
+
+    def stop(self):
+        self.disconnect()
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=60)
+
+    def plugin_pid(self):
+        """The pid of the gRPC plugin, tensorfs-csi, child of `tensorfs csi`."""
+        def find():
+            with open(f"/proc/{self.process.pid}/task/{self.process.pid}/children") as f:
+                for pid in f.read().split():
+                    with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                        if os.path.basename(cmdline.read().split(b"\0")[0]) == b"tensorfs-csi":
+                            return int(pid)
+            return None
+        assert wait_until(lambda: find() is not None), "no tensorfs-csi under tensorfs csi"
+        return find()
+
+    def kill(self):
+        """SIGKILL of `tensorfs csi` (its plugin ends with it); the daemons go on."""
+        self.process.kill()
+        self.process.wait(timeout=60)
+        self.disconnect()
+        assert wait_until(lambda: not os.path.exists(self.socket) or not self.answers()), "the plugin did not end"
 
     def records(self):
         """The files of --state-dir, as text."""

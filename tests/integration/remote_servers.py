@@ -13,6 +13,8 @@ the acceptance tests run once per way without copies."""
 import atexit
 import ctypes
 import hashlib
+import http.client
+import http.server
 import json
 import os
 import re
@@ -465,6 +467,82 @@ class FaultProxy:
             client.close()
             if upstream is not None:
                 upstream.close()
+
+
+class TokenHub:
+    """The test Hub of `nginx` behind a token, as the Hub answers a private repository: a request must carry
+    `Authorization: Bearer TOKEN` with TOKEN in `tokens` (the tests change them at any time: a token revoked), else
+    it is answered 401 with the Hub's X-Error-Message. It serves files itself (`/ORG/REPO/resolve/REV/PATH` is
+    nginx's CDN's file, with no redirect to a host that takes no token), so that every fetch of a file's bytes
+    shows the token it carried. `requests`: (path, range, token) of each request, in order."""
+
+    def __init__(self, nginx, tokens=()):
+        hub = self
+        self.tokens = set(tokens)
+        self.requests = []
+        self.lock = threading.Lock()
+        resolve = re.compile(r"^/([^/]+/[^/]+)/resolve/([^/]+)/(.+)$")
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_HEAD(self):
+                self.do_GET(head=True)
+
+            def do_GET(self, head=False):
+                authorization = self.headers.get("Authorization", "")
+                token = authorization[len("Bearer "):] if authorization.startswith("Bearer ") else None
+                with hub.lock:
+                    hub.requests.append((self.path, self.headers.get("Range"), token))
+                    allowed = token in hub.tokens
+                if not allowed:
+                    self.send_response(401)
+                    self.send_header("X-Error-Message", "Invalid credentials in Authorization header")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                match = resolve.match(self.path.split("?")[0])
+                port, path = (nginx.cdn, f"/{match[1]}/{match[2]}/{match[3]}") if match else (nginx.hub, self.path)
+                upstream = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                try:
+                    forwarded = {k: v for k, v in self.headers.items()
+                                 if k.lower() in ("range", "if-match", "if-none-match", "if-range",
+                                                  "if-modified-since")}
+                    upstream.request("HEAD" if head else "GET", path, headers=forwarded)
+                    answer = upstream.getresponse()
+                    body = answer.read()
+                    self.send_response(answer.status)
+                    for name, value in answer.getheaders():
+                        if name.lower() in ("content-type", "content-range", "etag", "last-modified", "link",
+                                            "accept-ranges", "location"):
+                            self.send_header(name, value)
+                    self.send_header("Content-Length", answer.getheader("Content-Length", str(len(body))))
+                    self.end_headers()
+                    if not head:
+                        self.wfile.write(body)
+                finally:
+                    upstream.close()
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def answers(self, token, path):
+        """The status of a request of `path` with `token`, as the server answers it now."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.server.server_address[1], timeout=60)
+        try:
+            connection.request("HEAD", path, headers={"Authorization": f"Bearer {token}"})
+            return connection.getresponse().status
+        finally:
+            connection.close()
 
 
 class Where:

@@ -153,6 +153,19 @@ class S3Server:
             if answer != expected:
                 raise RuntimeError(f"the S3 front answers {answer} to {what}, not {expected}")
 
+    def issued_keys(self):
+        """The temporary keys the front's STS gave, in order (tests/servers/s3_server.js: /.front/sts)."""
+        status, body = self.request("GET", "/.front/sts", port=self.front)
+        assert status == 200, (status, body)
+        return json.loads(body)
+
+    def expired(self, keys):
+        """Whether temporary `keys` (one of issued_keys()) have expired at the front: it refuses them."""
+        path = f"/{BUCKET}"
+        headers = self.signed_headers(path, {"list-type": "2"},
+                                      keys={k: keys[k] for k in ("access_key", "secret_key", "session_token")})
+        return self.send(path + "?list-type=2", headers) == (400, "ExpiredToken")
+
     def log(self):
         """One dict per request through the front: method, path, query, range, signed_headers, who, status,
         error (S3's code of a refusal), bytes."""

@@ -26,6 +26,17 @@ def read_file(path):
         return f.read()
 
 
+def read_at(path, offset, size=4096):
+    """`size` bytes of `path` at `offset`, read as a random reader reads (no read-ahead of the kernel's): one fetch of
+    a remote source's bytes at that place, when they are not fetched yet."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        return os.pread(fd, size, offset)
+    finally:
+        os.close(fd)
+
+
 def drop_cached_pages(path):
     """Forgets the kernel's cached pages of a mounted file, so that the next read reaches the daemon again."""
     fd = os.open(path, os.O_RDONLY)

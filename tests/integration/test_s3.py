@@ -17,7 +17,7 @@ import numpy as np
 import s3_servers
 from remote_servers import FaultProxy
 from s3_servers import ACCOUNT, BUCKET, PUBLIC_BUCKET, TEMPORARY
-from tensorfs_mount import VECTORS, Mount, daemon_pids, manifest, run, same_floats, wait_until
+from tensorfs_mount import VECTORS, Mount, daemon_pids, manifest, read_at, run, same_floats, wait_until
 from test_remote import (BLOCK, HEAD, READAHEAD, after_blocks_of, make_model, read_file, stats_of,
                          write_safetensors)
 
@@ -299,6 +299,102 @@ class Refusals(S3Test):
         source = f"s3://{BUCKET}/gguf/mixed.gguf"
         env = self.env(AWS_ENDPOINT_URL_S3=f"http://127.0.0.1:{proxy.port}")
         self.assert_one_line(run("ls", source, env=env), source, "SlowDown", "HTTP 503")
+
+
+class WebIdentity(S3Test):
+    """AWS web identity (AWS_ROLE_ARN + AWS_WEB_IDENTITY_TOKEN_FILE): a mount gets temporary keys from the front's
+    STS, which expire in 3 s there, and goes on reading across their expiry: it renews them before, with the token
+    file read again at each renewal (a new token there, the old one no longer taken by STS)."""
+
+    ROLE = "arn:aws:iam::123456789012:role/tensorfs-reader"
+    BUCKET = "web-identity"
+    TOKENS = ["eyJ.first-token.sig", "eyJ.second-token.sig"]
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        data = tempfile.mkdtemp(prefix="tensorfs-s3-data-")
+        try:
+            rng = np.random.default_rng(7)
+            write_safetensors(os.path.join(data, "model.safetensors"),
+                              [("w", rng.standard_normal(6 << 18, dtype=np.float32))])  # 6 MiB
+            cls.bytes = read_file(os.path.join(data, "model.safetensors"))
+        finally:
+            shutil.rmtree(data)
+        cls.server.create_bucket(cls.BUCKET)
+        cls.server.put(cls.BUCKET, "model.safetensors", cls.bytes)
+
+    def setUp(self):
+        super().setUp()
+        self.change_settings(sts={"role_arn": self.ROLE, "tokens": self.TOKENS[:1], "duration_seconds": 3,
+                                  "buckets": [self.BUCKET]})
+        self.addCleanup(self.server.change_settings, sts=None)
+        self.token_file = os.path.join(self.cache, "token")
+        with open(self.token_file, "w") as f:
+            f.write(self.TOKENS[0] + "\n")
+
+    def read_and_check(self, m, offset):
+        """Reads a page at `offset` of the object (a fetch of its own); returns the access keys that signed its
+        requests, the last one last."""
+        mark = self.log_mark()
+        self.assertEqual(read_at(os.path.join(m.path, "source", "model.safetensors"), offset),
+                         self.bytes[offset:offset + 4096])
+
+        def fetched():
+            return [r for r in self.requests_since(mark)
+                    if r["path"].endswith("/model.safetensors") and r["status"] == 206]
+        # The front may write a request's line just after the client has its last byte.
+        self.assertTrue(wait_until(fetched), self.requests_since(mark))
+        return [r["who"] for r in fetched()]
+
+    def wait_for_expiry(self, keys):
+        """Until temporary `keys` have expired at the front (a bounded wait on the front's clock), then checks that
+        the front refuses them."""
+        self.assertTrue(wait_until(lambda: time.time() * 1000 > keys["expires_ms"] + 50, 60))
+        self.assertTrue(self.server.expired(keys))
+
+    def test_a_mount_reads_across_the_expiry_of_its_keys_and_a_new_token_in_the_file(self):
+        env = self.env(None, AWS_ROLE_ARN=self.ROLE, AWS_WEB_IDENTITY_TOKEN_FILE=self.token_file,
+                       AWS_ROLE_SESSION_NAME="tensorfs-test", AWS_ENDPOINT_URL_STS=self.server.endpoint)
+        m = self.mount(f"s3://{self.BUCKET}/model.safetensors", env, "-o", "readahead=0")
+        first = self.server.issued_keys()[-1]
+        self.assertEqual((first["session_name"], first["token"]), ("tensorfs-test", self.TOKENS[0]))
+        self.assertLessEqual(set(self.read_and_check(m, 1 << 20)), {k["access_key"] for k in self.server.issued_keys()})
+
+        self.wait_for_expiry(first)
+        signers = self.read_and_check(m, 3 << 20)
+        self.assertNotIn(first["access_key"], signers)
+        who = signers[-1]
+
+        # A new token in the file, and STS takes only that one from now on: the next renewal reads it.
+        with open(self.token_file + ".new", "w") as f:
+            f.write(self.TOKENS[1] + "\n")
+        os.replace(self.token_file + ".new", self.token_file)
+        self.server.change_settings(sts={"role_arn": self.ROLE, "tokens": self.TOKENS[1:], "duration_seconds": 3,
+                                         "buckets": [self.BUCKET]})
+        self.wait_for_expiry(next(k for k in self.server.issued_keys() if k["access_key"] == who))
+        who = self.read_and_check(m, 5 << 20)[-1]
+        [last] = [k for k in self.server.issued_keys() if k["access_key"] == who]
+        self.assertEqual(last["token"], self.TOKENS[1])
+        # Only temporary keys signed the reads, and no secret of theirs is on the daemon's command line.
+        [pid] = daemon_pids(m.path)
+        cmdline = read_file(f"/proc/{pid}/cmdline")
+        for keys in self.server.issued_keys():
+            self.assertNotIn(keys["secret_key"].encode(), cmdline)
+
+    def test_a_token_that_sts_refuses_is_one_line_that_says_why(self):
+        source = f"s3://{self.BUCKET}/model.safetensors"
+        with open(self.token_file, "w") as f:
+            f.write("eyJ.forged.sig")
+        env = self.env(None, AWS_ROLE_ARN=self.ROLE, AWS_WEB_IDENTITY_TOKEN_FILE=self.token_file,
+                       AWS_ENDPOINT_URL_STS=self.server.endpoint)
+        line = self.assert_one_line(run("ls", source, env=env), source, "InvalidIdentityToken", self.ROLE,
+                                    "trust policy")
+        self.assertNotIn("eyJ.forged.sig", line)
+        # Half a web identity is named, not taken for no credentials at all.
+        del env["AWS_ROLE_ARN"]
+        self.assert_one_line(run("ls", source, env=env), source, "AWS_WEB_IDENTITY_TOKEN_FILE is set without "
+                             "AWS_ROLE_ARN")
 
 
 class S3Model(S3Test):

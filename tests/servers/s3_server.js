@@ -19,8 +19,18 @@
 //                         this account may read
 //   public_buckets        buckets anyone may read without signing
 //   clock_offset_seconds  how far the front's clock is ahead of the machine's (to answer RequestTimeTooSkewed)
+//   sts                   {role_arn, tokens, duration_seconds?, buckets?}: the front is also AWS STS for web
+//                         identity (below); null: it is not
 // The store port takes unsigned requests of any kind: the tests create buckets and objects through it.
 // LOG_FILE gets one JSON line per request through the front (no header values, so no secret).
+//
+// STS: `POST /` with a form body Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=..&RoleSessionName=..
+// &WebIdentityToken=.. (unsigned, as AWS's SDKs send it) answers as AWS STS does: temporary keys with a session
+// token that expire duration_seconds (default 3) later, for RoleArn = sts.role_arn and a token among sts.tokens
+// (else 400 InvalidIdentityToken, 403 AccessDenied). The front then takes those keys (for sts.buckets only, when
+// given) until they expire, and refuses them after with 400 ExpiredToken, as S3 does. GET /.front/sts lists the
+// keys given, in order: {access_key, secret_key, session_token, expires_ms, session_name, token} (the web identity
+// token they were given for; the log names none of these).
 
 const crypto = require('crypto');
 const fs = require('fs');
@@ -36,8 +46,11 @@ const MAX_PUT_BODY_BYTES = 256 << 20;  // objects uploaded through the front (wi
 // The x-amz-checksum-sha256 of objects uploaded with one, by canonical path (/BUCKET/KEY).
 const checksums = new Map();
 
+// The temporary keys STS gave (accounts that expire).
+const issued = [];
+
 const [dataDir, logFile] = process.argv.slice(2);
-let settings = { region: 'us-east-1', accounts: [], public_buckets: [], clock_offset_seconds: 0 };
+let settings = { region: 'us-east-1', accounts: [], public_buckets: [], clock_offset_seconds: 0, sts: null };
 const log = fs.createWriteStream(logFile, { flags: 'a' });
 
 class S3Refusal extends Error {
@@ -130,7 +143,8 @@ function parseAuthorization(header) {
 // Checks a signed request as S3 does; returns the account, or throws the refusal S3 would answer.
 async function checkSigned(request, rawPath, rawQuery, body) {
   const auth = parseAuthorization(request.headers.authorization);
-  const account = settings.accounts.find(a => a.access_key === auth.accessKey);
+  const account = settings.accounts.find(a => a.access_key === auth.accessKey) ||
+                  issued.find(a => a.access_key === auth.accessKey);
   if (!account) {
     throw new S3Refusal(403, 'InvalidAccessKeyId',
                         'The AWS Access Key Id you provided does not exist in our records.',
@@ -175,6 +189,10 @@ async function checkSigned(request, rawPath, rawQuery, body) {
   const token = request.headers['x-amz-security-token'];
   if ((account.session_token || undefined) !== token) {
     throw new S3Refusal(403, 'InvalidToken', 'The provided token is malformed or otherwise invalid.');
+  }
+  if (account.expires_ms !== undefined && Date.now() >= account.expires_ms) {
+    throw new S3Refusal(400, 'ExpiredToken', 'The provided token has expired.',
+                        { 'X-Amz-Security-Token': token.slice(0, 8) + '...' });
   }
 
   const headers = {};
@@ -322,6 +340,77 @@ function refuse(response, refusal, record) {
   });
 }
 
+function stsError(status, type, code, message) {
+  const error = new S3Refusal(status, code, message);
+  error.sts = `<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>${type}</Type>` +
+              `<Code>${code}</Code><Message>${xmlEscape(message)}</Message></Error>` +
+              `<RequestId>${crypto.randomUUID()}</RequestId></ErrorResponse>`;
+  return error;
+}
+
+// AssumeRoleWithWebIdentity as AWS STS answers it; returns the XML answer, or throws an stsError.
+function assumeRole(body, record) {
+  const form = new URLSearchParams(body.toString());
+  const sts = settings.sts;
+  if (!sts) throw stsError(400, 'Sender', 'InvalidAction', 'This front is not an STS endpoint.');
+  if (form.get('Action') !== 'AssumeRoleWithWebIdentity' || form.get('Version') !== '2011-06-15') {
+    throw stsError(400, 'Sender', 'InvalidAction', `Could not find operation ${form.get('Action')}.`);
+  }
+  const session = form.get('RoleSessionName') || '';
+  record.session_name = session;
+  if (!/^[\w+=,.@-]{2,64}$/.test(session)) {
+    throw stsError(400, 'Sender', 'ValidationError', 'RoleSessionName does not satisfy its constraints.');
+  }
+  const token = form.get('WebIdentityToken');
+  if (!sts.tokens.includes(token)) {
+    throw stsError(400, 'Sender', 'InvalidIdentityToken', 'Incorrect token audience or signature.');
+  }
+  if (form.get('RoleArn') !== sts.role_arn) {
+    throw stsError(403, 'Sender', 'AccessDenied', 'Not authorized to perform sts:AssumeRoleWithWebIdentity');
+  }
+  const number = String(issued.length + 1).padStart(4, '0');
+  const keys = { access_key: `ASIASTSTEMP${number}`, secret_key: crypto.randomBytes(15).toString('base64'),
+                 session_token: 'IQoJ' + crypto.randomBytes(24).toString('base64'),
+                 expires_ms: Date.now() + 1000 * (sts.duration_seconds || 3), session_name: session,
+                 token };
+  if (sts.buckets) keys.buckets = sts.buckets;
+  issued.push(keys);
+  record.who = 'sts';
+  record.issued = keys.access_key;
+  // STS writes whole seconds: the keys' life as said ends at or before the front's.
+  const expiration = new Date(Math.floor(keys.expires_ms / 1000) * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
+  return '<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">' +
+         '<AssumeRoleWithWebIdentityResult>' +
+         `<SubjectFromWebIdentityToken>system:serviceaccount:test:reader</SubjectFromWebIdentityToken>` +
+         `<AssumedRoleUser><Arn>${xmlEscape(sts.role_arn)}/${xmlEscape(session)}</Arn>` +
+         `<AssumedRoleId>AROATEST:${xmlEscape(session)}</AssumedRoleId></AssumedRoleUser>` +
+         `<Credentials><SessionToken>${keys.session_token}</SessionToken>` +
+         `<SecretAccessKey>${keys.secret_key}</SecretAccessKey><Expiration>${expiration}</Expiration>` +
+         `<AccessKeyId>${keys.access_key}</AccessKeyId></Credentials>` +
+         '<Audience>sts.amazonaws.com</Audience></AssumeRoleWithWebIdentityResult>' +
+         `<ResponseMetadata><RequestId>${crypto.randomUUID()}</RequestId></ResponseMetadata>` +
+         '</AssumeRoleWithWebIdentityResponse>';
+}
+
+function answerSts(response, body, record) {
+  let status = 200;
+  let text;
+  try {
+    text = assumeRole(body, record);
+  } catch (error) {
+    if (!error.sts) throw error;
+    status = error.status;
+    text = error.sts;
+    record.error = error.code;
+  }
+  record.status = status;
+  const answer = Buffer.from(text);
+  log.write(JSON.stringify(record) + '\n', () => {
+    response.writeHead(status, { 'Content-Type': 'text/xml', 'Content-Length': answer.length });
+    response.end(answer);
+  });
+}
+
 function serveFront(storePort) {
   return http.createServer(async (request, response) => {
     const question = request.url.indexOf('?');
@@ -335,6 +424,16 @@ function serveFront(storePort) {
         settings = { ...settings, ...JSON.parse(body.toString()) };
         response.writeHead(204);
         response.end();
+        return;
+      }
+      if (rawPath === '/.front/sts' && request.method === 'GET') {
+        const answer = Buffer.from(JSON.stringify(issued));
+        response.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': answer.length });
+        response.end(answer);
+        return;
+      }
+      if (rawPath === '/' && request.method === 'POST' && request.headers.authorization === undefined) {
+        answerSts(response, body, record);
         return;
       }
       if (request.headers.authorization) {

@@ -247,7 +247,7 @@ BOOST_AUTO_TEST_CASE(a_context_destroyed_with_queued_disk_writes_writes_them_fir
     SourceOptions options;
     options.cache_dir = folder.path();
     options.memory_budget = 8 << 20;  // the least: the queued writes alone fill it
-    auto context = std::make_unique<RemoteContext>(options, std::vector<Credentials>{},
+    auto context = std::make_unique<RemoteContext>(options, nullptr,
                                                    [](const Response&) { return std::string(); });
     const auto object = context->disk().object_folder("key");
     BOOST_REQUIRE(object);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "remote/aws_config.hpp"
+#include "remote/aws_credentials.hpp"
 #include "remote/http_client.hpp"
 #include "remote/s3.hpp"
 #include "remote/s3_checksum.hpp"
@@ -248,6 +249,105 @@ BOOST_AUTO_TEST_CASE(ways_of_getting_keys_that_tensorfs_does_not_take_are_named)
     const AwsSettings settings = aws.settings();
     BOOST_TEST(!settings.keys);
     BOOST_TEST(settings.unsupported_source == "profile 'sso' gets them by sso_session");
+}
+
+BOOST_AUTO_TEST_CASE(web_identity_from_the_environment_or_the_profile_between_the_keys) {
+    AwsHome aws;
+    aws.write(".aws/credentials", "[default]\naws_access_key_id = FROMFILE\naws_secret_access_key = file\n");
+    aws.write(".aws/config", "[default]\nregion = eu-west-1\n[profile irsa]\nrole_arn = arn:aws:iam::1:role/p\n"
+                             "web_identity_token_file = ~/token\nrole_session_name = s\n");
+    aws.variables["AWS_ROLE_ARN"] = "arn:aws:iam::1:role/r";
+    aws.variables["AWS_WEB_IDENTITY_TOKEN_FILE"] = "/var/run/secrets/eks.amazonaws.com/serviceaccount/token";
+    AwsSettings settings = aws.settings();
+    BOOST_REQUIRE(settings.web_identity);
+    BOOST_TEST(!settings.keys);  // before the files' keys, as botocore's chain has it
+    BOOST_TEST(settings.web_identity->role_arn == "arn:aws:iam::1:role/r");
+    BOOST_TEST(settings.web_identity->token_file == "/var/run/secrets/eks.amazonaws.com/serviceaccount/token");
+    BOOST_TEST(settings.web_identity->session_name.empty());
+    BOOST_TEST(settings.web_identity->sts_endpoint == "https://sts.eu-west-1.amazonaws.com");
+
+    aws.variables["AWS_ROLE_SESSION_NAME"] = "mine";
+    aws.variables["AWS_ENDPOINT_URL"] = "http://minio:9000";
+    BOOST_TEST(aws.settings().web_identity->session_name == "mine");
+    BOOST_TEST(aws.settings().web_identity->sts_endpoint == "http://minio:9000");
+    aws.variables["AWS_ENDPOINT_URL_STS"] = "http://sts.local:1";
+    BOOST_TEST(aws.settings().web_identity->sts_endpoint == "http://sts.local:1");
+    BOOST_TEST(aws.settings().endpoint == "http://minio:9000");
+
+    // The environment's keys come first.
+    aws.variables["AWS_ACCESS_KEY_ID"] = "FROMENV";
+    aws.variables["AWS_SECRET_ACCESS_KEY"] = "env";
+    settings = aws.settings();
+    BOOST_TEST(settings.keys->access_key == "FROMENV");
+    BOOST_TEST(!settings.web_identity);
+
+    // A profile's role with a token file; a token file alone is named as half of one.
+    for (const char* name : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ROLE_ARN", "AWS_ROLE_SESSION_NAME",
+                             "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_STS"}) {
+        aws.variables.erase(name);
+    }
+    settings = aws.settings();
+    BOOST_TEST(settings.keys->access_key == "FROMFILE");
+    aws.write(".aws/credentials", "");
+    settings = aws.settings();
+    BOOST_TEST(!settings.keys);
+    BOOST_TEST(settings.incomplete_source == "AWS_WEB_IDENTITY_TOKEN_FILE is set without AWS_ROLE_ARN");
+    aws.variables.erase("AWS_WEB_IDENTITY_TOKEN_FILE");
+    aws.variables["AWS_PROFILE"] = "irsa";
+    settings = aws.settings();
+    BOOST_REQUIRE(settings.web_identity);
+    BOOST_TEST(settings.web_identity->role_arn == "arn:aws:iam::1:role/p");
+    BOOST_TEST(settings.web_identity->token_file == aws.home.path().string() + "/token");
+    BOOST_TEST(settings.web_identity->session_name == "s");
+    BOOST_TEST(settings.web_identity->sts_endpoint == "https://sts.us-east-1.amazonaws.com");
+    BOOST_TEST(settings.unsupported_source.empty());
+}
+
+BOOST_AUTO_TEST_CASE(sts_answers_as_aws_writes_them) {
+    const TemporaryKeys keys = read_sts_answer(
+        "<AssumeRoleWithWebIdentityResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">"
+        "<AssumeRoleWithWebIdentityResult><SubjectFromWebIdentityToken>amzn1.account</SubjectFromWebIdentityToken>"
+        "<Audience>client.5498841531868486423.1548@apps.example.com</Audience><AssumedRoleUser>"
+        "<Arn>arn:aws:sts::123456789012:assumed-role/FederatedWebIdentityRole/app1</Arn>"
+        "<AssumedRoleId>AROACLKWSDQRAOEXAMPLE:app1</AssumedRoleId></AssumedRoleUser><Credentials>"
+        "<SessionToken>AQoDYXdzEE0a8ANXXXXXXXXNO1ewxE5TijQyp+IEXAMPLE</SessionToken>"
+        "<SecretAccessKey>wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY</SecretAccessKey>"
+        "<Expiration>2014-10-24T23:00:23Z</Expiration><AccessKeyId>ASgeIAIOSFODNN7EXAMPLE</AccessKeyId>"
+        "</Credentials><SourceIdentity>SourceIdentityValue</SourceIdentity><Provider>www.amazon.com</Provider>"
+        "</AssumeRoleWithWebIdentityResult><ResponseMetadata><RequestId>ad4156e9-bce1-11e2-82e6-6b6efEXAMPLE"
+        "</RequestId></ResponseMetadata></AssumeRoleWithWebIdentityResponse>");
+    BOOST_TEST(keys.keys.access_key == "ASgeIAIOSFODNN7EXAMPLE");
+    BOOST_TEST(keys.keys.secret_key == "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY");
+    BOOST_TEST(keys.keys.session_token == "AQoDYXdzEE0a8ANXXXXXXXXNO1ewxE5TijQyp+IEXAMPLE");
+    BOOST_TEST(std::chrono::system_clock::to_time_t(keys.expiration) == 1414191623);
+    for (const char* bad : {"<ErrorResponse><Error><Code>InvalidIdentityToken</Code></Error></ErrorResponse>",
+                            "<AssumeRoleWithWebIdentityResponse/>", "not xml",
+                            "<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials>"
+                            "<AccessKeyId>A</AccessKeyId><SecretAccessKey>S</SecretAccessKey><SessionToken>T"
+                            "</SessionToken><Expiration>tomorrow</Expiration></Credentials>"
+                            "</AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>"}) {
+        BOOST_CHECK_THROW(read_sts_answer(bad), std::runtime_error);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(expirations_renewals_and_session_names) {
+    using std::chrono::system_clock;
+    BOOST_TEST(system_clock::to_time_t(*parse_iso8601("1970-01-02T00:00:01Z")) == 86401);
+    BOOST_TEST(system_clock::to_time_t(*parse_iso8601("2024-02-29T12:30:00.123Z")) == 1709209800);
+    BOOST_TEST(system_clock::to_time_t(*parse_iso8601("2024-02-29T12:30:00+00:00")) == 1709209800);
+    for (const char* bad : {"", "2024-02-29", "2024-02-29T12:30:00", "2024-13-01T00:00:00Z",
+                            "2024-02-29T12:30:00+01:00", "2024-02-29T12:30:00Zjunk"}) {
+        BOOST_TEST(!parse_iso8601(bad), bad);
+    }
+    const auto now = system_clock::now();
+    // An hour's keys are renewed 5 minutes before they expire; keys of a few seconds halfway through their life.
+    BOOST_TEST((now + std::chrono::hours(1) - renewal_time(now, now + std::chrono::hours(1)) ==
+                std::chrono::minutes(5)));
+    BOOST_TEST((renewal_time(now, now + std::chrono::seconds(4)) - now == std::chrono::seconds(2)));
+    BOOST_TEST(session_name_of("tensorfs.ml.pod-1") == "tensorfs.ml.pod-1");
+    BOOST_TEST(session_name_of("a b/c:d") == "a_b_c_d");
+    BOOST_TEST(session_name_of("x") == "x_");
+    BOOST_TEST(session_name_of(std::string(100, 'n')).size() == 64);
 }
 
 BOOST_AUTO_TEST_CASE(s3_addresses) {
