@@ -5,7 +5,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <string>
 
@@ -13,7 +15,11 @@ namespace tensorfs {
 
 bool wait_and_raise_read_ahead(const std::string& mountpoint, unsigned read_ahead_kb) {
     struct stat root {};
-    if (::stat(mountpoint.c_str(), &root) != 0) return false;
+    int status = 0;
+    do {
+        status = ::stat(mountpoint.c_str(), &root);   // waits for the daemon's first answer
+    } while (status != 0 && errno == EINTR);
+    if (status != 0) return false;
     char path[96];
     std::snprintf(path, sizeof path, "/sys/class/bdi/%u:%u/read_ahead_kb", major(root.st_dev), minor(root.st_dev));
     const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
@@ -37,7 +43,8 @@ void daemonize_when_mounted(const std::string& mountpoint, unsigned read_ahead_k
         // Exit like libfuse's own daemonize does, without running this process's destructors: the daemon owns
         // the mount now (or died, and then leaves no dead mount behind).
         if (wait_and_raise_read_ahead(mountpoint, read_ahead_kb)) std::_Exit(0);
-        std::fprintf(stderr, "tensorfs: the daemon serving %s ended before answering\n", mountpoint.c_str());
+        std::fprintf(stderr, "tensorfs: the daemon serving %s ended before answering (%s)\n", mountpoint.c_str(),
+                     std::strerror(errno));
         unmount();
         std::_Exit(2);
     }

@@ -44,13 +44,12 @@ std::string config_file_text(const SourceObject& file) {
     return text;
 }
 
-void find_quantization(Catalog& catalog, const SourceFolder& folder, const std::string& model_path,
+void find_quantization(Catalog& catalog, const SourceFolder& folder, const std::string& model_path, bool listed,
                        LookedUpFiles& looked_up) {
     if (catalog.format == "gguf") return;
-    // config.json is read for every model, so that one that declares a quantization its tensors lack is told;
-    // ModelOpt's own file only where the tensors may be quantized.
-    const std::string config = config_text(folder, model_path, "config.json", looked_up);
     const bool quantized_names = may_hold_quantized_weights(catalog);
+    if (!quantized_names && !listed) return;
+    const std::string config = config_text(folder, model_path, "config.json", looked_up);
     const std::string hf_quant_config =
         quantized_names ? config_text(folder, model_path, "hf_quant_config.json", looked_up) : std::string();
     const std::optional<DeclaredQuantization> declared = declared_quantization(config, hf_quant_config);

@@ -81,9 +81,10 @@ ResolvedSource resolve(const std::string& source, const SourceOptions& options) 
 // the candidates, for a folder of several models.
 OpenedModel model_of(const ResolvedSource& resolved, const std::string& source, const std::string& model) {
     const SourceFolder& folder = *resolved.folder;
-    const auto with_quantization = [&](Catalog catalog, const std::string& path) {
+    // `listed`: whether the folder's listing shows a config.json beside the model (a folder SOURCE's top files).
+    const auto with_quantization = [&](Catalog catalog, const std::string& path, bool listed = false) {
         OpenedModel opened;
-        find_quantization(catalog, folder, path, opened.looked_up);
+        find_quantization(catalog, folder, path, listed, opened.looked_up);
         opened.catalog = std::move(catalog);
         return opened;
     };
@@ -95,14 +96,16 @@ OpenedModel model_of(const ResolvedSource& resolved, const std::string& source, 
         check_model_path(source, model);
         return with_quantization(open_file(folder, model), model);
     }
-    std::vector<ModelCandidate> models = models_in(folder.list());
+    const std::vector<std::string> listing = folder.list();
+    std::vector<ModelCandidate> models = models_in(listing);
     if (models.empty()) {
         throw_problem(folder.name(),
                       "folder holds no *.safetensors, *.safetensors.index.json, *.bin.index.json, *.bin, *.pt, "
                       "*.pth or *.gguf file");
     }
     if (models.size() > 1) return {std::nullopt, std::move(models), {}};
-    return with_quantization(open_folder_model(folder, models.front()), models.front().path);
+    const bool listed = std::find(listing.begin(), listing.end(), "config.json") != listing.end();
+    return with_quantization(open_folder_model(folder, models.front()), models.front().path, listed);
 }
 
 }  // namespace
