@@ -195,8 +195,7 @@ void RemoteObject::read(std::uint64_t offset, std::size_t length, void* dst) con
     read_blocks(offset, length, out, true, deadline, DiskWrite::Now);
 }
 
-void RemoteObject::read_in_region(std::uint64_t offset, std::size_t length, void* dst, std::uint64_t,
-                                  std::uint64_t) const {
+void RemoteObject::read_following(std::uint64_t offset, std::size_t length, void* dst) const {
     if (length == 0) return;
     if (offset > size() || length > size() - offset) throw IoError(name(), "read past the end of the file");
     const Deadline deadline = read_deadline();
@@ -223,7 +222,7 @@ std::optional<SourceObject::FileSpan> RemoteObject::cached_span(std::uint64_t of
     const std::uint64_t from = offset - index * kBlockBytes;
     if (length == 0 || !cache_folder() || offset >= size()) return std::nullopt;
     length = std::min<std::size_t>(length, block_length(index) - from);
-    // A block in memory (or on its way there) is served from there, as read_in_region would.
+    // A block in memory (or on its way there) is served from there, as read_following would.
     if (context_->find(serial_, index).valid() || !on_disk(index)) return std::nullopt;
     const bool touch = disk_state_[index].load() != 1;
     std::optional<OpenFile> file =
@@ -232,7 +231,7 @@ std::optional<SourceObject::FileSpan> RemoteObject::cached_span(std::uint64_t of
         disk_state_[index] = 2;  // evicted meanwhile
         return std::nullopt;
     }
-    // Counted as a read only now that it is served from the file: otherwise read_in_region follows it.
+    // Counted as a read only now that it is served from the file: otherwise read_following follows it.
     begin_read(offset, offset + length, read_deadline());
     if (disk_state_[index].exchange(1) != 1) read_ahead_on_disk(index);
     context_->counters().disk_cache_hits.add(1);
@@ -739,7 +738,7 @@ std::optional<SourceObject::ChecksumCheck> RemoteObject::check_published_checksu
     std::vector<char> buffer(kRangeBytes);
     for (std::uint64_t at = 0; at < size(); at += buffer.size()) {
         const auto length = static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), size() - at));
-        read_in_region(at, length, buffer.data(), 0, size());
+        read_following(at, length, buffer.data());
         digest.update(buffer.data(), length);
     }
     return ChecksumCheck{published->name, digest.hex() == published->hex};

@@ -4,8 +4,8 @@
 // (ETag, else Last-Modified); when the disk cache remembers the URL and still holds its first block, the request is
 // conditional (If-None-Match), and a 304 answer, which has no body, lets the cache give the identity and the bytes.
 // Header reads fetch exactly the ranges the parsers ask for past those first bytes, and keep them (written to the
-// disk cache at once: they come before a daemon forks). Reads of tensors follow the reader, not the tensor
-// (read_in_region ignores the region):
+// disk cache at once: they come before a daemon forks). Reads of tensors (read_following) follow the reader, not
+// the tensor:
 //   - a read that continues none of the object's recent streams fetches its block when it lies inside one, else
 //     exactly its own bytes (when they are not in memory or in the disk cache): a random touch costs 1 MiB at most;
 //     what it fetched is kept (parts of blocks as pieces, in memory and in the disk cache), so that a read of the
@@ -71,8 +71,7 @@ public:
                                               std::string url);
 
     void read(std::uint64_t offset, std::size_t length, void* dst) const override;
-    void read_in_region(std::uint64_t offset, std::size_t length, void* dst, std::uint64_t region_begin,
-                        std::uint64_t region_end) const override;
+    void read_following(std::uint64_t offset, std::size_t length, void* dst) const override;
 
     // What opening it learned; public for the constructor's sake (open() is the way to make one).
     struct Identity {
