@@ -33,15 +33,15 @@ public:
         files_[file]->read(offset, length, dst);
     }
 
-    // The same for bytes of `tensor`, so that a remote file reads ahead only inside that tensor's bytes.
+    // The same for bytes of `tensor`, at `offset` in its file, read as part of a reader's stream: a remote file
+    // follows the stream and reads ahead of it (SourceObject::read_following).
     void read_of_tensor(const Tensor& tensor, std::uint64_t offset, std::size_t length, void* dst) const {
-        files_[tensor.file]->read_in_region(offset, length, dst, tensor.offset, tensor.offset + tensor.nbytes);
+        files_[tensor.file]->read_following(offset, length, dst);
     }
 
-    // The same for bytes of a file the tree shows whole (a side file, a file of source/): a remote file may read
-    // ahead anywhere in it.
+    // The same for bytes of a file the tree shows whole (a side file, a file of source/).
     void read_of_file(std::uint32_t file, std::uint64_t offset, std::size_t length, void* dst) const {
-        files_[file]->read_in_region(offset, length, dst, 0, files_[file]->size());
+        files_[file]->read_following(offset, length, dst);
     }
 
     // SourceObject::read_if_cached of file `file`.

@@ -52,11 +52,9 @@ public:
     // they cannot be read: the file shrank or changed since it was opened, or an I/O or network error.
     virtual void read(std::uint64_t offset, std::size_t length, void* dst) const = 0;
 
-    // read(), for a read that is part of a larger region a reader may go on reading in order (a tensor's bytes):
-    // an object that reads ahead of sequential readers stays inside [region_begin, region_end), so that reading
-    // one tensor never fetches much beyond it. Local files just read.
-    virtual void read_in_region(std::uint64_t offset, std::size_t length, void* dst, std::uint64_t region_begin,
-                                std::uint64_t region_end) const;
+    // read(), for a read that is part of a stream a reader may go on reading in order (a tensor's bytes, a file the
+    // tree shows whole): an object that reads ahead of sequential readers follows it. Local files just read.
+    virtual void read_following(std::uint64_t offset, std::size_t length, void* dst) const;
 
     // The bytes [offset, offset + length) in a read-only mapping, for a reply the kernel copies straight from the
     // page cache; never to be read by this process (a file truncated since raises SIGBUS there, whereas the kernel
@@ -75,7 +73,7 @@ public:
     // Where the first of bytes [offset, offset + length) lie in another local file already (a remote object's block
     // in its disk cache): that file, open, where in it they begin and how many of them it holds (at least one, at
     // most `length`), checked to be there. For a reply the kernel splices from that file's page cache, with no copy
-    // in this process. Counts as a read of those bytes by read_in_region (read-ahead, the cache's use). nullopt when
+    // in this process. Counts as a read of those bytes by read_following (read-ahead, the cache's use). nullopt when
     // the first byte lies elsewhere: read it then.
     struct FileSpan {
         OpenFile file;

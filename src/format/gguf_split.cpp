@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "in_parallel.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/in_parallel.hpp"
 
 namespace tensorfs::gguf {
 namespace fs = std::filesystem;

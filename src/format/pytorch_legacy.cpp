@@ -10,8 +10,8 @@
 #include <unordered_map>
 
 #include "gguf_reader.hpp"
-#include "in_parallel.hpp"
 #include "pytorch_file.hpp"
+#include "tensorfs/in_parallel.hpp"
 
 namespace tensorfs::pytorch {
 namespace {

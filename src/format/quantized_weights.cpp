@@ -8,8 +8,8 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "in_parallel.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/in_parallel.hpp"
 #include "tensorfs/safetensors_dtypes.hpp"
 
 namespace tensorfs {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "in_parallel.hpp"
+#include "tensorfs/in_parallel.hpp"
 
 namespace tensorfs {
 

@@ -6,8 +6,8 @@
 
 #include "crc32.hpp"
 #include "gguf_reader.hpp"
-#include "in_parallel.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/in_parallel.hpp"
 
 namespace tensorfs::zip {
 namespace {

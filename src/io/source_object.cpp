@@ -10,8 +10,7 @@ OpenFile::~OpenFile() {
     if (fd_ >= 0) ::close(fd_);
 }
 
-void SourceObject::read_in_region(std::uint64_t offset, std::size_t length, void* dst, std::uint64_t,
-                                  std::uint64_t) const {
+void SourceObject::read_following(std::uint64_t offset, std::size_t length, void* dst) const {
     read(offset, length, dst);
 }
 

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "format/in_parallel.hpp"
 #include "python_errors.hpp"
 #include "python_values.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/in_parallel.hpp"
 #include "tensorfs/quantized_values.hpp"
 #include "tensorfs/tensor_values.hpp"
 

@@ -3,6 +3,7 @@
 // per block is the memory held.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -13,6 +14,15 @@ namespace tensorfs::remote {
 
 // The unit of the disk cache and of the memory of recent blocks (the last block of an object may be shorter).
 inline constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
+// A range request of the read-ahead asks for up to kRangeBytes (several blocks). See docs/benchmarks.md, section
+// "load", for the measurements behind them.
+inline constexpr std::size_t kRangeBytes = std::size_t{8} << 20;
+
+// How many blocks an object of `size` bytes has, and how long its block `index` is.
+inline std::uint64_t block_count(std::uint64_t size) { return (size + kBlockBytes - 1) / kBlockBytes; }
+inline std::size_t block_length(std::uint64_t size, std::uint64_t index) {
+    return static_cast<std::size_t>(std::min<std::uint64_t>(kBlockBytes, size - index * kBlockBytes));
+}
 
 struct Block {
     std::shared_ptr<const char[]> storage;  // the buffer the bytes are in

@@ -4,8 +4,8 @@
 #include <array>
 #include <map>
 
-#include "format/in_parallel.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/in_parallel.hpp"
 
 namespace tensorfs {
 namespace {

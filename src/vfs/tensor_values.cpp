@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "format/in_parallel.hpp"
+#include "tensorfs/in_parallel.hpp"
 #include "tensorfs/quantized_values.hpp"
 #include "tensorfs/decode_view.hpp"
 #include "tensorfs/stored_blocks.hpp"

@@ -26,7 +26,7 @@ from tensorfs_mount import (BIN, PROBED_SIDE_FILES, Mount, daemon_pids, drop_cac
                             read_file, run, unmount, wait_until)
 
 MIB = 1 << 20
-BLOCK = MIB  # the remote layer's block (src/remote/remote_object.hpp)
+BLOCK = MIB  # the remote layer's block (src/remote/block.hpp)
 READAHEAD = 4 * MIB  # the readahead= the tests that count fetched bytes mount with
 HEAD = 64 << 10  # asked for when a file is opened
 # What a mount of big.safetensors asks for: its first bytes, and each side file probed next to it (none there).

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "format/gguf_file.hpp"
-#include "format/in_parallel.hpp"
 #include "temp_folder.hpp"
 #include "test_gguf_builder.hpp"
 #include "tensorfs/errors.hpp"
+#include "tensorfs/in_parallel.hpp"
 #include "tensorfs/local_folder.hpp"
 
 namespace tensorfs {

@@ -1,4 +1,4 @@
-#include "in_parallel.hpp"
+#include "tensorfs/in_parallel.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,5 +1,5 @@
-// Reading many files' headers at once: shards of a model are independent, and a remote store answers many
-// requests in flight far sooner than the same requests one after another.
+// Independent jobs run on several threads at once: the headers of a model's shards (a remote store answers many
+// requests in flight far sooner than the same requests one after another), the pieces of tensors decoded.
 #pragma once
 
 #include <cstddef>

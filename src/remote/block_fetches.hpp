@@ -1,0 +1,61 @@
+// Reads of one remote object's bytes, block by block: served from where they are kept (kept_blocks.hpp), else
+// fetched over the network (range_requests.hpp) in one of two ways, as the caller says:
+//   - exactly the bytes asked for (up to the next block or piece kept), kept afterwards: whole blocks as blocks,
+//     parts of blocks as pieces;
+//   - whole blocks of kBlockBytes, claimed first, so that a block wanted by several readers and the read-ahead at
+//     once is fetched once, and fetched around the pieces kept of them once the exact fetches of their bytes still
+//     under way are over (exact_fetches.hpp): each byte is fetched once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "disk_blocks.hpp"
+#include "exact_fetches.hpp"
+#include "kept_blocks.hpp"
+#include "range_requests.hpp"
+#include "read_deadline.hpp"
+#include "remote_context.hpp"
+#include "tensorfs/source_object.hpp"
+
+namespace tensorfs::remote {
+
+class BlockFetches {
+public:
+    // The fetches of `object`, number `serial` of `context`, through `requests`, keeping what they bring in `kept`
+    // and `disk` (all the object's, which outlives this).
+    BlockFetches(RemoteContext& context, const SourceObject& object, std::uint64_t serial,
+                 const RangeRequests& requests, const DiskBlocks& disk, const KeptBlocks& kept);
+
+    // Bytes [offset, offset + length) into `out`, block by block: from memory or the disk cache, else fetched:
+    // `exact`ly, or whole blocks. What an exact fetch brought goes to the disk as `disk_write` says.
+    void read(std::uint64_t offset, std::size_t length, char* out, bool exact, Deadline deadline,
+              DiskWrite disk_write) const;
+
+    // Fetches the claimed blocks (in one range request, or one per gap between pieces kept of them) by `deadline`,
+    // hands them to their waiters and queues them for the disk.
+    // Throws IoError (which the waiters get too) when they cannot be fetched.
+    void fetch_claimed(RemoteContext::Claim& claim, Deadline deadline) const;
+
+    // Fetches blocks [first, last] that the disk cache lacks and returns once they are written there, on as many
+    // threads as the context's max_connections; tells `progress` of the bytes done (fetched, or found cached).
+    // Returns the bytes fetched.
+    std::uint64_t fetch_to_disk(std::uint64_t first, std::uint64_t last, const SourceObject::Progress& progress) const;
+
+private:
+    // Fetches the bytes from `offset` on that fill the buffers of `into` (RangeRequests::fetch), and marks their
+    // blocks as fetched by this process.
+    void fetch(std::uint64_t offset, std::vector<std::span<char>> into, Deadline deadline) const;
+
+    RemoteContext& context_;
+    const SourceObject& object_;
+    const std::uint64_t serial_;
+    const RangeRequests& requests_;
+    const DiskBlocks& disk_;
+    const KeptBlocks& kept_;
+    mutable ExactFetches exact_fetches_;
+};
+
+}  // namespace tensorfs::remote
