@@ -110,6 +110,9 @@ public:
     std::string npy_header(std::uint32_t tensor) const;
     Stats& stats() { return stats_; }
     std::size_t chunk_bytes() const { return dequant_.chunk_bytes(); }
+    // The decoded values of the tensors (as dequant.f32 and the 16-bit views hold them), for readers of their own
+    // (diff).
+    DequantReader& values() { return dequant_; }
 
 private:
     std::string meta_json(std::uint32_t tensor) const;

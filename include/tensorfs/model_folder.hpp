@@ -38,12 +38,6 @@ struct ModelFolder {
     std::vector<ModelCandidate> models;    // the candidates when the folder holds several models; else empty
 };
 
-// A SOURCE opened for a mount: its model (none when its folder holds several and none was picked) and its files.
-struct OpenedSource {
-    std::optional<Catalog> catalog;
-    ModelFolder folder;
-};
-
 // The files of `folder` that could not be opened at mount, each once (a side file of a folder is in source/ too).
 std::vector<const FolderFile*> unopened_files(const ModelFolder& folder);
 

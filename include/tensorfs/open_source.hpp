@@ -1,9 +1,11 @@
-// Turns a SOURCE argument (file, index, folder, split part, URL, hf:// address) into a Catalog, as the interface
-// contract says.
+// A SOURCE argument (file, index, folder, split part, URL, hf:// address, s3://) turned into what a mount shows, in
+// three steps: where it is, which model it names (its Catalog, as the interface contract's rules pick it), and the
+// files besides that model. The engine (engine.hpp) takes these steps for every front end.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tensorfs/catalog.hpp"
@@ -12,33 +14,36 @@
 
 namespace tensorfs {
 
-// The model of SOURCE that a mount shows, without the files besides it: the file SOURCE names, the file `model`
-// (`-o model=PATH`) picks in a folder SOURCE, or the folder's one model by the folder rule. A folder that holds
-// several models and no `model` gives no catalog, and the candidates.
-struct OpenedModel {
+// Where SOURCE is: its folder, and the file it names there. Throws InvalidSource for a local path that names
+// nothing, or an address that does not parse; nothing is fetched yet.
+SourceLocation locate_source(const std::string& source, const SourceOptions& options);
+
+// The model of a SOURCE that a mount shows: the file SOURCE names, the file `model` (`-o model=PATH`) picks in a
+// folder SOURCE, or the folder's one model by the folder rule. A folder that holds several models and no `model`
+// gives no catalog, and the candidates.
+struct ModelChoice {
     std::optional<Catalog> catalog;
-    std::vector<ModelCandidate> models;  // when there is no catalog
-    LookedUpFiles looked_up;             // the files of the folder it looked for besides the weights (the config)
+    std::vector<ModelCandidate> candidates;  // when there is no catalog
+    LookedUpFiles looked_up;                 // the files of the folder it looked for besides the weights (the config)
 };
 
 // Parses and checks every header rule. Throws InvalidSource listing the problems found (a remote source that
 // cannot be reached, is not found or refuses the credentials is one such problem), and for a `model` outside the
 // folder or with a SOURCE that names a file.
-OpenedModel open_model(const std::string& source, const std::string& model, const SourceOptions& options);
+ModelChoice choose_model(const SourceLocation& location, const std::string& source, const std::string& model);
 
-// How a user picks one model of a folder that holds several.
-inline constexpr const char* kHowToPickAModel =
-    "pick one with --model PATH (-o model=PATH for a mount), or name its file as SOURCE";
+// The files besides the model (side files, source/), with the candidates of a folder of several models. `catalog`:
+// the chosen model's (nullptr when there is none); `looked_up`: ModelChoice's.
+ModelFolder files_besides(const SourceLocation& location, const Catalog* catalog,
+                          const std::vector<ModelCandidate>& candidates, const LookedUpFiles& looked_up);
 
-// open_model's catalog. Throws InvalidSource as open_model does, and for a folder of several models with none
-// picked, with one line naming them and how to pick one.
-Catalog chosen_model(const std::string& source, const std::string& model, const SourceOptions& options);
+// The one message of a folder of several models, for every front end, after the SOURCE it names: "holds N models
+// (A, B); pick one with PICK, or name its file as SOURCE". `pick` is how the front end picks one ("--model PATH",
+// "model=PATH").
+std::string several_models(const std::vector<ModelCandidate>& candidates, std::string_view pick);
 
-// chosen_model with no model picked.
+// The model's catalog in one call (the tests, the fuzzers, the benchmarks): a folder of several models is refused
+// with several_models()'s message.
 Catalog open_catalog(const std::string& source, const SourceOptions& options = {});
-
-// What a mount shows of SOURCE: open_model's model and the files besides it (side files, source/), with the
-// candidates in `folder.models` when there is no model. Throws InvalidSource as open_model does.
-OpenedSource open_source(const std::string& source, const std::string& model, const SourceOptions& options);
 
 }  // namespace tensorfs

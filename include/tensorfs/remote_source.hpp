@@ -18,6 +18,6 @@ std::string shown_source(const std::string& source);
 
 // The folder and file of a remote SOURCE. Throws InvalidSource for an address that does not parse; nothing is
 // fetched yet (opening files and listing the folder do that).
-ResolvedSource resolve_remote(const std::string& source, const SourceOptions& options);
+SourceLocation resolve_remote(const std::string& source, const SourceOptions& options);
 
 }  // namespace tensorfs

@@ -149,7 +149,7 @@ public:
 };
 
 // What a SOURCE names: a folder, or one file in it.
-struct ResolvedSource {
+struct SourceLocation {
     std::unique_ptr<SourceFolder> folder;
     std::string file;  // empty: the folder itself
 };

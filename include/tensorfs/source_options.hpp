@@ -65,9 +65,10 @@ struct SourceOptions {
 };
 
 // proxy=URL and header=NAME:VALUE, checked and put into `options` (any front end that takes mount options uses
-// these). Each returns an error message for a user, or "" when it took the value.
+// these). Each returns an error message for a user, or "" when it took the value. `kubernetes`: the options are a
+// Kubernetes volume's, whose credentials go in its Secret (so the refusal of an Authorization header says).
 std::string take_proxy(std::string_view url, SourceOptions& options);
-std::string take_header(std::string_view name_value, SourceOptions& options);
+std::string take_header(std::string_view name_value, SourceOptions& options, bool kubernetes);
 // timeout='s value: seconds, a fraction allowed ("20", "2.5"), more than 0 and at most kLongestTimeout; nullopt
 // when it is not such a number.
 std::optional<std::chrono::milliseconds> parse_timeout(std::string_view seconds);

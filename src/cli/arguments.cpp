@@ -52,44 +52,22 @@ std::string positional_problem(std::string_view command, const std::vector<std::
     return std::string(command) + " needs " + needed;
 }
 
-std::string take_source_flags(const SplitArguments& split, SourceOptions& options) {
+std::string take_source_flags(const SplitArguments& split, Settings& settings) {
     if (const auto list = split.values.find("-o"); list != split.values.end()) {
         MountOptions parsed;
-        parsed.source_options = options;
+        parsed.settings = settings;
         if (std::string error = take_option_list(list->second, parsed); !error.empty()) return error;
-        options = std::move(parsed.source_options);
+        settings = std::move(parsed.settings);
     }
-    if (const auto dir = split.values.find("--cache-dir"); dir != split.values.end()) {
-        if (dir->second.empty()) return "--cache-dir needs a folder";
-        options.cache_dir = dir->second;
+    // Each flag is the option of the same name (--cache-dir: cache_dir), checked alike; named as given in messages.
+    for (const char* flag : {"--model", "--cache-dir", "--disk-cache-size", "--timeout"}) {
+        const auto value = split.values.find(flag);
+        if (value == split.values.end()) continue;
+        std::string name = std::string(flag).substr(2);
+        std::replace(name.begin(), name.end(), '-', '_');
+        const TakenSetting taken = take_setting(name, value->second, settings, flag);
+        if (taken.outcome != SettingOutcome::Taken) return taken.message;
     }
-    if (const auto size = split.values.find("--disk-cache-size"); size != split.values.end()) {
-        const auto bytes = parse_size(size->second);
-        if (!bytes) return "bad --disk-cache-size '" + size->second + "' (e.g. 10G; 0 for none)";
-        if (std::string problem = remote::disk_cache_size_problem("--disk-cache-size", size->second, *bytes);
-            !problem.empty()) {
-            return problem;
-        }
-        options.disk_cache_size = *bytes;
-    }
-    if (const auto seconds = split.values.find("--timeout"); seconds != split.values.end()) {
-        const auto timeout = parse_timeout(seconds->second);
-        if (!timeout) return "bad --timeout '" + seconds->second + "' (seconds, e.g. 20 or 2.5)";
-        options.timeout = *timeout;
-    }
-    return {};
-}
-
-std::string take_model_flag(const SplitArguments& split, std::string& model) {
-    if (const auto list = split.values.find("-o"); list != split.values.end()) {
-        MountOptions parsed;
-        if (std::string error = take_option_list(list->second, parsed); !error.empty()) return error;
-        if (!parsed.model.empty()) model = parsed.model;
-    }
-    const auto path = split.values.find("--model");
-    if (path == split.values.end()) return {};
-    if (path->second.empty()) return "--model needs a path in the folder (e.g. --model model-Q4_K_M.gguf)";
-    model = path->second;
     return {};
 }
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "tensorfs/source_options.hpp"
+#include "tensorfs/settings.hpp"
 
 namespace tensorfs::cli {
 
@@ -38,11 +38,8 @@ std::string positional_problem(std::string_view command, const std::vector<std::
 inline const std::vector<std::string_view> kSourceFlags = {"--model", "--cache-dir", "--disk-cache-size", "--timeout",
                                                            "-o"};
 
-// The values of -o, --cache-dir and --disk-cache-size put into `options`; returns an error message, or "".
-std::string take_source_flags(const SplitArguments& split, SourceOptions& options);
-
-// --model's path (or -o model=PATH's; --model wins) into `model`, left as it is when neither is given; returns an
-// error message, or "".
-std::string take_model_flag(const SplitArguments& split, std::string& model);
+// The values of -o, --model, --cache-dir, --disk-cache-size and --timeout put into `settings` (a flag wins over
+// the -o option of the same name); returns an error message, or "".
+std::string take_source_flags(const SplitArguments& split, Settings& settings);
 
 }  // namespace tensorfs::cli

@@ -184,8 +184,9 @@ int cache_command(const Arguments& args) {
                            did_you_mean(action, {"ls", "du", "prune", "clear"}));
     }
     if (split.positional.size() > 1) return usage_error("cache: unexpected argument '" + split.positional[1] + "'");
-    SourceOptions options;
-    if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
+    Settings settings;
+    if (const std::string error = take_source_flags(split, settings); !error.empty()) return usage_error(error);
+    const SourceOptions& options = settings.source;
     const auto older_than = split.values.find("--older-than");
     const auto max_size = split.values.find("--max-size");
     if (action != "prune" && (older_than != split.values.end() || max_size != split.values.end())) {

@@ -10,12 +10,9 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "tensorfs/suggestions.hpp"
-#include "tensorfs/loaded_source.hpp"
-#include "tensorfs/content.hpp"
+#include "model_choice.hpp"
+#include "tensorfs/engine.hpp"
 #include "tensorfs/errors.hpp"
-#include "tensorfs/source_files.hpp"
-#include "tensorfs/stats.hpp"
 #include "text_output.hpp"
 
 namespace tensorfs::cli {
@@ -23,16 +20,6 @@ namespace {
 
 // Decoded chunks kept while streaming: enough for reading ahead, small next to a big tensor.
 constexpr std::uint64_t kCatCacheBudget = std::uint64_t{16} << 20;
-
-// TENSOR is a tensor's name or its directory name in the tree.
-std::optional<std::uint32_t> find_tensor(const LoadedSource& source, const std::string& wanted) {
-    for (std::uint32_t i = 0; i < source.catalog.tensors.size(); ++i) {
-        if (source.catalog.tensors[i].name == wanted) return i;
-    }
-    const auto node = source.tree.lookup(Node{NodeKind::Root, 0}, wanted);
-    if (node && node->kind == NodeKind::TensorDir) return node->tensor;
-    return std::nullopt;
-}
 
 void write_all(const char* data, std::size_t length) {
     while (length > 0) {
@@ -49,10 +36,8 @@ void write_all(const char* data, std::size_t length) {
 int cat_command(const Arguments& args) {
     const SplitArguments split = split_arguments(args, {"--raw", "--f32", "--npy", "--bf16", "--f16"}, kSourceFlags);
     if (!split.error.empty()) return usage_error(split.error);
-    SourceOptions options;
-    if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
-    std::string model;
-    if (const std::string error = take_model_flag(split, model); !error.empty()) return usage_error(error);
+    Settings settings;
+    if (const std::string error = take_source_flags(split, settings); !error.empty()) return usage_error(error);
     if (const std::string problem = positional_problem("cat", split.positional, {"SOURCE", "TENSOR"});
         !problem.empty()) {
         return usage_error(problem);
@@ -62,17 +47,18 @@ int cat_command(const Arguments& args) {
     if (::isatty(STDOUT_FILENO)) {
         return failure("cat writes binary data, not to a terminal; redirect it to a file or a pipe (> tensor.f32)");
     }
-    const LoadedSource source(split.positional[0], model, options);
-    const std::optional<std::uint32_t> tensor = find_tensor(source, split.positional[1]);
+    EngineNeeds needs;
+    needs.decoded_budget = kCatCacheBudget;
+    const Engine engine(split.positional[0], settings, needs);
+    engine.require_model(kModelFlag);
+    const std::optional<std::uint32_t> tensor = engine.find(split.positional[1]);
     if (!tensor) {
-        std::vector<std::string_view> names;
-        for (const Tensor& candidate : source.catalog.tensors) names.push_back(candidate.name);
-        const std::string meant = nearest_tensor_name(split.positional[1], names);
+        const std::string meant = engine.nearest_name(split.positional[1]);
         return failure(split.positional[0] + ": no tensor named '" + split.positional[1] + "'" +
                        (meant.empty() ? "" : "; did you mean '" + visible(meant) + "'?") + " (tensorfs ls lists them)");
     }
-    const Tensor& chosen = source.catalog.tensors[*tensor];
-    if (view != "--raw" && !source.tree.has_dequant(*tensor)) {
+    const Tensor& chosen = engine.catalog().tensors[*tensor];
+    if (view != "--raw" && !engine.tree().has_dequant(*tensor)) {
         return failure(visible(chosen.name) + ": " + visible(why_no_values(chosen)) + "; use --raw");
     }
     const NodeKind kind = view == "--raw"    ? NodeKind::Raw
@@ -82,9 +68,7 @@ int cat_command(const Arguments& args) {
                                              : NodeKind::DequantF32;
     const Node node{kind, *tensor};
 
-    const SourceFiles files(source.catalog);
-    Stats stats;
-    Content content(source.catalog, source.tree, files, stats, kCatCacheBudget);
+    Content& content = engine.content();
     // Reads of whole decoded chunks, so that no chunk is decoded twice.
     std::vector<char> chunk(content.chunk_bytes());
     const std::uint64_t size = content.size(node);

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorfs/source_options.hpp"
+#include "tensorfs/settings.hpp"
 
 namespace tensorfs::cli {
 
@@ -29,7 +29,7 @@ int csi_command(const Arguments& args);
 
 // `ls --files`: the side files and source/ files a mount of SOURCE (with -o model=`model`) shows (`json`: as a
 // JSON document).
-int ls_files(const std::string& source, const std::string& model, const SourceOptions& options, bool json);
+int ls_files(const std::string& source, const Settings& settings, bool json);
 
 // Prints the one line `tensorfs: MESSAGE; try 'tensorfs --help'`; returns 1.
 int usage_error(const std::string& message);

@@ -15,17 +15,12 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "tensorfs/loaded_source.hpp"
+#include "model_choice.hpp"
 #include "progress_line.hpp"
 #include "replacing_file.hpp"
-#include "tensorfs/content.hpp"
+#include "tensorfs/engine.hpp"
 #include "tensorfs/errors.hpp"
-#include "tensorfs/model_export.hpp"
-#include "tensorfs/model_folder.hpp"
-#include "tensorfs/open_source.hpp"
 #include "tensorfs/remote_source.hpp"
-#include "tensorfs/source_files.hpp"
-#include "tensorfs/stats.hpp"
 #include "text_output.hpp"
 
 namespace tensorfs::cli {
@@ -63,8 +58,7 @@ struct ConvertArguments {
     std::string target;
     ExportDtype dtype = ExportDtype::Keep;
     bool force = false;
-    std::string model;  // --model PATH
-    SourceOptions source_options;
+    Settings settings;   // --model PATH, -o and the other flags of a SOURCE
 };
 
 // SOURCE OUT and the flags, in any order; "" or the usage problem.
@@ -73,8 +67,7 @@ std::string parse(const Arguments& args, ConvertArguments& parsed) {
     flags_with_values.push_back("--dtype");
     const SplitArguments split = split_arguments(args, {"--force"}, flags_with_values);
     if (!split.error.empty()) return split.error;
-    if (std::string error = take_source_flags(split, parsed.source_options); !error.empty()) return error;
-    if (std::string error = take_model_flag(split, parsed.model); !error.empty()) return error;
+    if (std::string error = take_source_flags(split, parsed.settings); !error.empty()) return error;
     if (const auto dtype = split.values.find("--dtype"); dtype != split.values.end()) {
         const auto named = export_dtype_named(dtype->second);
         if (!named) return "bad --dtype '" + dtype->second + "' (keep, bf16, f16 or f32)";
@@ -106,17 +99,17 @@ bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == 
 // The file of the local SOURCE that `target` is (the same inode, whatever the path), or "": writing there would
 // destroy the source. Every file the SOURCE reads counts: the file named, its index, shards and split parts, and
 // for a folder every file under it (what source/ shows).
-std::string source_file_at(const ConvertArguments& parsed, const Catalog& catalog) {
+std::string source_file_at(const ConvertArguments& parsed, const Engine& engine) {
     const std::string& source = parsed.source;
     const std::string& target = parsed.target;
     struct stat target_status {};
     if (is_remote_source(source) || ::stat(target.c_str(), &target_status) != 0) return {};  // not there yet
     std::vector<std::string> paths{source};
-    for (const SourceFile& file : catalog.files) paths.push_back(file.path);
+    for (const SourceFile& file : engine.catalog().files) paths.push_back(file.path);
     const bool folder = std::filesystem::is_directory(source);
     const std::filesystem::path base = folder ? std::filesystem::path(source)
                                               : std::filesystem::path(source).parent_path();
-    for (const FolderFile& file : open_source(source, parsed.model, parsed.source_options).folder.source_files) {
+    for (const FolderFile& file : engine.folder().source_files) {
         paths.push_back((base / file.path).string());
     }
     for (const std::string& path : paths) {
@@ -142,22 +135,24 @@ int convert_command(const Arguments& args) {
     ConvertArguments parsed;
     if (const std::string problem = parse(args, parsed); !problem.empty()) return usage_error(problem);
 
-    const LoadedSource source(parsed.source, parsed.model, parsed.source_options);
+    EngineNeeds needs;
+    needs.export_dtype = parsed.dtype;
+    needs.decoded_budget = kConvertCacheBudget;
+    const Engine engine(parsed.source, parsed.settings, needs);
+    engine.require_model(kModelFlag);
     // Checked before the suffix, with or without --force: no message may invite writing over the source.
-    if (const std::string same = source_file_at(parsed, source.catalog); !same.empty()) {
+    if (const std::string same = source_file_at(parsed, engine); !same.empty()) {
         const std::string what = same == parsed.source ? "SOURCE" : "SOURCE's file " + same;
         return failure(parsed.target + ": is " + what + "; convert never writes over its own source");
     }
     if (const std::string problem = suffix_problem(parsed); !problem.empty()) return usage_error(problem);
-    const ModelExport exported(source.catalog, parsed.dtype);
+    const ModelExport& exported = *engine.model_export();
     if (!exported.available()) return failure(parsed.source + ": no safetensors file can hold it: " + exported.error());
     if (!exported.skipped().empty()) {
         std::fprintf(stderr, "tensorfs: %s: left out, having no safetensors dtype and no float32 values: %s\n",
-                     parsed.source.c_str(), tensor_names(source.catalog, exported.skipped()).c_str());
+                     parsed.source.c_str(), tensor_names(engine.catalog(), exported.skipped()).c_str());
     }
-    const SourceFiles files(source.catalog);
-    Stats stats;
-    Content content(source.catalog, source.tree, files, stats, kConvertCacheBudget, &exported);
+    Content& content = engine.content();
     const Node node{NodeKind::ModelSafetensors};
     const std::uint64_t size = content.size(node);
 

@@ -12,6 +12,7 @@
 #include "compare/diff_compare.hpp"
 #include "compare/diff_pairs.hpp"
 #include "diff_report.hpp"
+#include "model_choice.hpp"
 #include "progress_line.hpp"
 #include "tensorfs/errors.hpp"
 #include "text_output.hpp"
@@ -29,8 +30,7 @@ struct DiffArguments {
     NameMode names = NameMode::Auto;
     DiffFormat format = DiffFormat::Table;
     bool quiet = false;
-    std::string model;   // --model PATH: the same model path in both A and B
-    SourceOptions source_options;
+    Settings settings;   // the flags of a SOURCE; --model PATH: the same model path in both A and B
 };
 
 // "" or the usage problem.
@@ -39,8 +39,7 @@ std::string parse(const Arguments& args, DiffArguments& parsed) {
     flags_with_values.insert(flags_with_values.end(), {"--tensors", "--names"});
     const SplitArguments split = split_arguments(args, {"--json", "--csv", "--quiet"}, flags_with_values);
     if (!split.error.empty()) return split.error;
-    if (std::string error = take_source_flags(split, parsed.source_options); !error.empty()) return error;
-    if (std::string error = take_model_flag(split, parsed.model); !error.empty()) return error;
+    if (std::string error = take_source_flags(split, parsed.settings); !error.empty()) return error;
     if (split.positional.size() != 2) return "diff needs A and B";
     parsed.a = split.positional[0];
     parsed.b = split.positional[1];
@@ -64,9 +63,10 @@ std::string parse(const Arguments& args, DiffArguments& parsed) {
 }
 
 int run_diff(const DiffArguments& parsed) {
-    // The cache budget is shared by both sides: each keeps half of it in decoded chunks.
-    DiffSide a(parsed.a, parsed.model, parsed.source_options, kDefaultCacheBudget / 2);
-    DiffSide b(parsed.b, parsed.model, parsed.source_options, kDefaultCacheBudget / 2);
+    // The budget is shared by both sides: each keeps half of its decoded values' share.
+    const std::uint64_t half = parsed.settings.decoded_budget(false) / 2;
+    DiffSide a(parsed.a, parsed.settings, half, kModelFlag);
+    DiffSide b(parsed.b, parsed.settings, half, kModelFlag);
     const Pairing pairing = pair_tensors(a.catalog(), b.catalog(), parsed.names, parsed.glob);
     if (!parsed.glob.empty() && pairing.pairs.empty()) {
         failure("no tensor of " + parsed.a + " or " + parsed.b + " matches --tensors " + cli::quoted(parsed.glob));

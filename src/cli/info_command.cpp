@@ -4,27 +4,16 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "tensorfs/loaded_source.hpp"
 #include "source_hints.hpp"
 #include "metadata_text.hpp"
 #include "model_choice.hpp"
 #include "tensorfs/json_files.hpp"
 #include "tensorfs/model_figures.hpp"
-#include "tensorfs/open_source.hpp"
+#include "tensorfs/engine.hpp"
 #include "text_output.hpp"
 
 namespace tensorfs::cli {
 namespace {
-
-// The model.json of a mount of a folder of several models (it names the candidates and how to pick one), with
-// the figures of no tensors.
-nlohmann::ordered_json several_models_json(const std::vector<ModelCandidate>& models) {
-    const Catalog none;
-    ModelFolder folder;
-    folder.models = models;
-    const Tree tree(none, false, &folder);
-    return with_figures(model_meta(none, tree), model_figures(none));
-}
 
 std::string summary_text(const Catalog& catalog, const ModelFigures& figures) {
     Table table({Align::Left, Align::Left});
@@ -92,29 +81,26 @@ std::string metadata_text(const Catalog& catalog) {
 int info_command(const Arguments& args) {
     const SplitArguments split = split_arguments(args, {"--json"}, kSourceFlags);
     if (!split.error.empty()) return usage_error(split.error);
-    SourceOptions options;
-    if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
-    std::string model;
-    if (const std::string error = take_model_flag(split, model); !error.empty()) return usage_error(error);
+    Settings settings;
+    if (const std::string error = take_source_flags(split, settings); !error.empty()) return usage_error(error);
     if (const std::string problem = positional_problem("info", split.positional, {"SOURCE"}); !problem.empty()) {
         return usage_error(problem);
     }
     const std::string described = source_to_describe(split.positional[0]);
-    OpenedModel opened = open_model(described, model, options);
-    if (!opened.catalog) {
-        if (!split.has("--json")) return list_models(described, opened.models);
-        std::fputs(render_json_file(several_models_json(opened.models)).c_str(), stdout);
+    const Engine engine(described, settings);
+    if (!engine.candidates().empty()) {
+        if (!split.has("--json")) return list_models(described, engine);
+        std::fputs(render_json_file(engine.info()).c_str(), stdout);
         return 0;
     }
-    const LoadedSource source(std::move(*opened.catalog));
-    const ModelFigures figures = model_figures(source.catalog);
+    const ModelFigures figures = model_figures(engine.catalog());
 
     if (split.has("--json")) {
-        std::fputs(render_json_file(info_json(source.catalog, source.tree, figures)).c_str(), stdout);
+        std::fputs(render_json_file(engine.info()).c_str(), stdout);
         return 0;
     }
     const std::string text =
-        summary_text(source.catalog, figures) + "\n" + dtypes_text(figures) + "\n" + metadata_text(source.catalog);
+        summary_text(engine.catalog(), figures) + "\n" + dtypes_text(figures) + "\n" + metadata_text(engine.catalog());
     std::fputs(text.c_str(), stdout);
     return 0;
 }

@@ -5,10 +5,9 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "model_choice.hpp"
-#include "tensorfs/loaded_source.hpp"
 #include "source_hints.hpp"
 #include "tensorfs/json_files.hpp"
-#include "tensorfs/open_source.hpp"
+#include "tensorfs/engine.hpp"
 #include "tensorfs/remote_source.hpp"
 #include "text_output.hpp"
 
@@ -17,27 +16,24 @@ namespace tensorfs::cli {
 int ls_command(const Arguments& args) {
     const SplitArguments split = split_arguments(args, {"--json", "--files"}, kSourceFlags);
     if (!split.error.empty()) return usage_error(split.error);
-    SourceOptions options;
-    if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
-    std::string model;
-    if (const std::string error = take_model_flag(split, model); !error.empty()) return usage_error(error);
+    Settings settings;
+    if (const std::string error = take_source_flags(split, settings); !error.empty()) return usage_error(error);
     if (const std::string problem = positional_problem("ls", split.positional, {"SOURCE"}); !problem.empty()) {
         return usage_error(problem);
     }
-    if (split.has("--files")) return ls_files(split.positional[0], model, options, split.has("--json"));
+    if (split.has("--files")) return ls_files(split.positional[0], settings, split.has("--json"));
     const std::string described = source_to_describe(split.positional[0]);
-    OpenedModel opened = open_model(described, model, options);
-    if (!opened.catalog) {
+    const Engine engine(described, settings);
+    if (!engine.candidates().empty()) {
         // A folder of several models has no tensors (a mount of it shows none): --json gets the empty list.
-        if (!split.has("--json")) return list_models(described, opened.models);
+        if (!split.has("--json")) return list_models(described, engine);
         std::fputs("[]\n", stdout);
         std::fprintf(stderr, "tensorfs: note: %s holds %zu models, so it has no tensors of its own; tensorfs ls "
                              "without --json lists them\n",
-                     shown_source(described).c_str(), opened.models.size());
+                     shown_source(described).c_str(), engine.candidates().size());
         return 0;
     }
-    const LoadedSource source(std::move(*opened.catalog));
-    const Catalog& catalog = source.catalog;
+    const Catalog& catalog = engine.catalog();
 
     if (split.has("--json")) {
         auto tensors = nlohmann::ordered_json::array();

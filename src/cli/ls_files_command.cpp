@@ -5,13 +5,16 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "tensorfs/json_files.hpp"
-#include "tensorfs/open_source.hpp"
+#include "tensorfs/engine.hpp"
 #include "text_output.hpp"
 
 namespace tensorfs::cli {
 
-int ls_files(const std::string& source, const std::string& model, const SourceOptions& options, bool json) {
-    const ModelFolder folder = open_source(source, model, options).folder;
+int ls_files(const std::string& source, const Settings& settings, bool json) {
+    EngineNeeds needs;
+    needs.folder = true;
+    const Engine engine(source, settings, needs);
+    const ModelFolder& folder = engine.folder();
     if (json) {
         std::fputs(render_json_file(folder_files_json(folder)).c_str(), stdout);
         return 0;

@@ -47,20 +47,15 @@ int mount_command(const Arguments& args) {
             const std::string error =
                 take_option_list(std::string_view(*list).substr(arg == "-o" ? 0 : 2), options);
             if (!error.empty()) return usage_error(error);
-        } else if (arg == "--threads") {
-            const std::string* text = value();
-            const auto threads = text ? parse_threads(*text) : std::nullopt;
-            if (!threads) return usage_error("--threads needs a number from 1 to 1024");
-            options.threads = *threads;
-        } else if (arg == "--cache-size" || arg == "--cache-dir" || arg == "--disk-cache-size" || arg == "--model" ||
-                   arg == "--timeout") {
+        } else if (arg == "--threads" || arg == "--cache-size" || arg == "--cache-dir" || arg == "--disk-cache-size" ||
+                   arg == "--model" || arg == "--timeout") {
             const std::string* text = value();
             if (text == nullptr) return usage_error(arg + " needs a value");
-            // The -o option of the same name (cache_size=...), so that both are checked alike.
+            // The option of the same name (cache_size...), so that both are checked alike.
             std::string name = arg.substr(2);
             std::replace(name.begin(), name.end(), '-', '_');
-            const std::string error = take_option_list(name + "=" + *text, options);
-            if (!error.empty()) return usage_error(error);
+            const TakenSetting taken = take_setting(name, *text, options.settings, arg);
+            if (taken.outcome != SettingOutcome::Taken) return usage_error(taken.message);
         } else if (arg == "--secrets-fd") {
             const std::string* text = value();
             const auto fd = text ? parse_descriptor(*text) : std::nullopt;

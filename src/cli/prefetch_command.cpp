@@ -24,11 +24,10 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "tensorfs/loaded_source.hpp"
-#include "fuse/mount_options.hpp"
+#include "model_choice.hpp"
+#include "tensorfs/engine.hpp"
 #include "progress_line.hpp"
 #include "tensorfs/errors.hpp"
-#include "tensorfs/open_source.hpp"
 #include "tensorfs/remote_source.hpp"
 #include "text_output.hpp"
 
@@ -137,11 +136,8 @@ int prefetch_command(const Arguments& args) {
     with_values.insert(with_values.end(), {"--tensors", "--files"});
     const SplitArguments split = split_arguments(args, {"--quiet", "--verify"}, with_values);
     if (!split.error.empty()) return usage_error(split.error);
-    MountOptions options;
-    if (const std::string error = take_source_flags(split, options.source_options); !error.empty()) {
-        return usage_error(error);
-    }
-    if (const std::string error = take_model_flag(split, options.model); !error.empty()) return usage_error(error);
+    Settings settings;
+    if (const std::string error = take_source_flags(split, settings); !error.empty()) return usage_error(error);
     if (const std::string problem = positional_problem("prefetch", split.positional, {"SOURCE"}); !problem.empty()) {
         return usage_error(problem);
     }
@@ -153,7 +149,7 @@ int prefetch_command(const Arguments& args) {
                     source_name.c_str());
         return 0;
     }
-    if (options.source_options.disk_cache_size == 0) {
+    if (settings.source.disk_cache_size == 0) {
         return usage_error("the disk cache is off (disk_cache_size=0), so prefetch has nothing to fill");
     }
     std::optional<std::string> tensors;
@@ -162,11 +158,12 @@ int prefetch_command(const Arguments& args) {
     if (const auto found = split.values.find("--files"); found != split.values.end()) files = found->second;
 
     std::vector<WantedFile> wanted;
+    const Engine engine(source_name, settings);
     if (files && !tensors) {
-        wanted = files_wanted(open_source(source_name, options.model, options.source_options).folder, *files);
+        wanted = files_wanted(engine.folder(), *files);
     } else {
-        wanted = weights_wanted(LoadedSource(source_name, options.model, options.source_options).catalog, tensors,
-                                files);
+        engine.require_model(kModelFlag);
+        wanted = weights_wanted(engine.catalog(), tensors, files);
     }
     if (wanted.empty()) {
         return failure(source_name + ": nothing matches " + (tensors ? "--tensors " + *tensors : "") +

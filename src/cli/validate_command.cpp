@@ -5,11 +5,10 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
+#include "model_choice.hpp"
 #include "tensorfs/errors.hpp"
-#include "tensorfs/open_source.hpp"
+#include "tensorfs/engine.hpp"
 #include "tensorfs/quantized_values.hpp"
-#include "tensorfs/source_files.hpp"
-#include "tensorfs/tree.hpp"
 
 namespace tensorfs::cli {
 namespace {
@@ -35,12 +34,13 @@ void print_json(const std::string& source, const Catalog* catalog, const std::ve
 
 // The quantized weights whose values cannot be made, and what else keeps the model's quantization from being what
 // its config says: the mount serves everything else, but the model is not valid.
-std::vector<Problem> quantization_problems(const Catalog& catalog) {
+std::vector<Problem> quantization_problems(const Engine& engine) {
     std::vector<Problem> problems;
-    const SourceFiles files(catalog);
+    const Catalog& catalog = engine.catalog();
     for (const Tensor& tensor : catalog.tensors) {
         if (!tensor.quantization) continue;
-        std::string what = tensor.has_values() ? quantized_values_problem(files, tensor) : why_no_values(tensor);
+        std::string what =
+            tensor.has_values() ? quantized_values_problem(engine.files(), tensor) : why_no_values(tensor);
         if (what.empty()) continue;
         problems.push_back(Problem{catalog.files[tensor.file].display, "tensor " + tensor.name + ": " + what, {}});
     }
@@ -58,16 +58,16 @@ int validate_command(const Arguments& args) {
     if (const std::string problem = positional_problem("validate", split.positional, {"SOURCE"}); !problem.empty()) {
         return usage_error(problem);
     }
-    SourceOptions options;
-    if (const std::string error = take_source_flags(split, options); !error.empty()) return usage_error(error);
-    std::string model;
-    if (const std::string error = take_model_flag(split, model); !error.empty()) return usage_error(error);
+    Settings settings;
+    if (const std::string error = take_source_flags(split, settings); !error.empty()) return usage_error(error);
     const std::string& source = split.positional[0];
     const bool json = split.has("--json");
     try {
-        const Catalog catalog = chosen_model(source, model, options);
-        const Tree tree(catalog);  // names that cannot become directories are problems too
-        if (std::vector<Problem> problems = quantization_problems(catalog); !problems.empty()) {
+        // The tree the engine makes refuses names that cannot become directories: problems too.
+        const Engine engine(source, settings);
+        engine.require_model(kModelFlag);
+        const Catalog& catalog = engine.catalog();
+        if (std::vector<Problem> problems = quantization_problems(engine); !problems.empty()) {
             throw InvalidSource(std::move(problems));
         }
         if (json) {

@@ -31,8 +31,8 @@ bool same_stored_bytes(const DiffSide& a, const DiffSide& b, std::uint32_t ta, s
     std::vector<char> bytes_a(std::min<std::uint64_t>(size, kSpan)), bytes_b(bytes_a.size());
     for (std::uint64_t offset = 0; offset < size; offset += bytes_a.size()) {
         const std::size_t length = static_cast<std::size_t>(std::min<std::uint64_t>(bytes_a.size(), size - offset));
-        a.files.read_of_tensor(tensor_a, tensor_a.offset + offset, length, bytes_a.data());
-        b.files.read_of_tensor(tensor_b, tensor_b.offset + offset, length, bytes_b.data());
+        a.files().read_of_tensor(tensor_a, tensor_a.offset + offset, length, bytes_a.data());
+        b.files().read_of_tensor(tensor_b, tensor_b.offset + offset, length, bytes_b.data());
         if (std::memcmp(bytes_a.data(), bytes_b.data(), length) != 0) return false;
     }
     return true;
@@ -108,8 +108,8 @@ private:
     void find_pieces(std::uint64_t offset, std::size_t length) {
         pieces_a_.clear();
         pieces_b_.clear();
-        a_.values.read_pieces(*pair_.a, offset, length, pieces_a_);
-        b_.values.read_pieces(*pair_.b, offset, length, pieces_b_);
+        a_.values().read_pieces(*pair_.a, offset, length, pieces_a_);
+        b_.values().read_pieces(*pair_.b, offset, length, pieces_b_);
         progressed_(2 * std::uint64_t{length});
     }
 

@@ -7,32 +7,40 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "diff_metrics.hpp"
 #include "diff_pairs.hpp"
 #include "tensorfs/dequant_reader.hpp"
-#include "tensorfs/loaded_source.hpp"
-#include "tensorfs/source_files.hpp"
-#include "tensorfs/stats.hpp"
+#include "tensorfs/engine.hpp"
 
 namespace tensorfs::compare {
 
 // One side of a diff: its SOURCE, parsed, and read as a mount would.
 struct DiffSide {
-    // Throws InvalidSource as `tensorfs cat SOURCE` would (`model`: --model PATH).
-    DiffSide(const std::string& source, const std::string& model, const SourceOptions& options,
-             std::uint64_t cache_budget)
-        : path(source), loaded(source, model, options), files(loaded.catalog), values(loaded.catalog, files, stats,
-                                                                                cache_budget) {}
+    // Throws InvalidSource as `tensorfs cat SOURCE` would (settings.model picks one model of a folder of several;
+    // `pick` says how, in the front end's words). `decoded_budget`: the side's share of the memory for decoded
+    // values.
+    DiffSide(const std::string& source, const Settings& settings, std::uint64_t decoded_budget, std::string_view pick)
+        : path(source), engine(source, settings, needs(decoded_budget)) {
+        engine.require_model(pick);
+    }
 
-    const Catalog& catalog() const { return loaded.catalog; }
+    const Catalog& catalog() const { return engine.catalog(); }
+    const SourceFiles& files() const { return engine.files(); }
+    // The float32 values, as dequant.f32 holds them.
+    DequantReader& values() const { return engine.content().values(); }
 
     std::string path;
-    LoadedSource loaded;
-    SourceFiles files;
-    Stats stats;
-    DequantReader values;   // the float32 values, as dequant.f32 holds them
+    Engine engine;
+
+private:
+    static EngineNeeds needs(std::uint64_t decoded_budget) {
+        EngineNeeds needs;
+        needs.decoded_budget = decoded_budget;
+        return needs;
+    }
 };
 
 enum class PairStatus { Identical, Different, ShapeMismatch, OnlyInA, OnlyInB };

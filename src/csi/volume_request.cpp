@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mountinfo.hpp"
+#include "tensorfs/settings.hpp"
 
 namespace tensorfs::csi {
 namespace {
@@ -66,17 +67,19 @@ grpc::Status check_capability(const ::csi::v1::NodePublishVolumeRequest& message
     return grpc::Status::OK;
 }
 
-// volume_context["header"] may hold several headers, one per line.
-void add_headers(const std::string& value, std::vector<std::string>& options) {
+// The lines of a value that may hold several (volume_context["header"]: one header per line), blank ones left out.
+std::vector<std::string> lines_of(const std::string& value) {
+    std::vector<std::string> lines;
     std::size_t start = 0;
     while (start <= value.size()) {
         std::size_t end = value.find('\n', start);
         if (end == std::string::npos) end = value.size();
         std::string line = value.substr(start, end - start);
         if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (!line.empty()) options.push_back("header=" + line);
+        if (!line.empty()) lines.push_back(std::move(line));
         start = end + 1;
     }
+    return lines;
 }
 
 // A value that goes to the daemon with the secrets: printable, one line.
@@ -176,8 +179,15 @@ grpc::Status check_context(const ::csi::v1::NodePublishVolumeRequest& message, P
         if (value.find(',') != std::string::npos) {
             return invalid("volume_context: the value of '" + key + "' holds a comma, which no mount option takes");
         }
+        // Checked now, as the mount will take it, so that a bad value is the publish's refusal.
+        Settings checked;
+        checked.csi_volume = request.volume_id;
+        for (const std::string& line : key == "header" ? lines_of(value) : std::vector<std::string>{value}) {
+            const TakenSetting taken = take_setting(key, line, checked);
+            if (taken.outcome == SettingOutcome::Refused) return invalid("volume_context: " + taken.message);
+        }
         if (key == "header") {
-            add_headers(value, request.options);
+            for (const std::string& line : lines_of(value)) request.options.push_back("header=" + line);
         } else {
             request.options.push_back(key + "=" + value);
         }
@@ -231,9 +241,15 @@ grpc::Status check_local_source(const std::string& source, const std::filesystem
 }  // namespace
 
 const std::vector<std::string>& volume_option_keys() {
-    static const std::vector<std::string> keys = {"export_dtype",    "model",     "cache_size", "threads",
-                                                  "max_connections", "readahead", "timeout",    "proxy",
-                                                  "header"};
+    // Every option of a user's but the disk cache's, which is the node's.
+    static const std::vector<std::string> keys = [] {
+        std::vector<std::string> names;
+        for (const OptionInfo& option : tensorfs_options()) {
+            const bool node_wide = option.name == "cache_dir" || option.name == "disk_cache_size";
+            if (option.use != OptionUse::Daemon && !node_wide) names.emplace_back(option.name);
+        }
+        return names;
+    }();
     return keys;
 }
 
@@ -243,11 +259,11 @@ grpc::Status check_publish(const ::csi::v1::NodePublishVolumeRequest& message, c
     if (message.target_path().empty()) return invalid("target_path is missing");
     if (!message.target_path().starts_with("/")) return invalid("target_path is not an absolute path");
     if (auto status = check_capability(message); !status.ok()) return status;
+    request.volume_id = message.volume_id();
     if (auto status = check_context(message, request); !status.ok()) return status;
     if (auto status = check_secrets(message, request); !status.ok()) return status;
     const std::map<std::string, std::string> context(message.volume_context().begin(), message.volume_context().end());
     if (auto status = check_web_identity(context, request); !status.ok()) return status;
-    request.volume_id = message.volume_id();
     request.target = resolved_target(message.target_path());
     return is_remote(request.source) ? grpc::Status::OK : check_local_source(request.source, local_root);
 }

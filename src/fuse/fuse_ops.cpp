@@ -42,7 +42,7 @@ constexpr std::size_t kLargestQuickRead = 128 << 10;
 
 Filesystem& filesystem_of(fuse_req_t req) { return *static_cast<Filesystem*>(fuse_req_userdata(req)); }
 
-void count(fuse_req_t req, FuseRequest request) { filesystem_of(req).content.stats().requests.add(request); }
+void count(fuse_req_t req, FuseRequest request) { filesystem_of(req).engine.content().stats().requests.add(request); }
 
 struct stat attributes_of(const Filesystem& fs, Node node) {
     struct stat st {};
@@ -54,13 +54,13 @@ struct stat attributes_of(const Filesystem& fs, Node node) {
     } else {
         st.st_mode = S_IFREG | 0444;
         st.st_nlink = 1;
-        st.st_size = static_cast<off_t>(fs.content.size(node));
+        st.st_size = static_cast<off_t>(fs.engine.content().size(node));
         st.st_blocks = (st.st_size + 511) / 512;
         st.st_blksize = kFileBlockSize;
     }
     st.st_uid = fs.uid;
     st.st_gid = fs.gid;
-    st.st_atim = st.st_mtim = st.st_ctim = fs.content.modified(node).value_or(fs.mtime);
+    st.st_atim = st.st_mtim = st.st_ctim = fs.engine.content().modified(node).value_or(fs.mtime);
     return st;
 }
 
@@ -76,7 +76,7 @@ fuse_entry_param entry_of(const Filesystem& fs, Node node) {
 // A reply the kernel refused: the reader was interrupted, or the kernel could not copy from a source mapping
 // whose file shrank (then the kernel itself fails the read with EIO). The request is gone: only count it.
 void count_reply(const Filesystem& fs, int result) {
-    if (result != 0) fs.content.stats().reply_errors.add(1);
+    if (result != 0) fs.engine.content().stats().reply_errors.add(1);
 }
 
 // Runs `body`, turning any exception into an errno reply.
@@ -85,7 +85,7 @@ void answer(fuse_req_t req, Body&& body) {
     try {
         body();
     } catch (const IoError& error) {
-        filesystem_of(req).content.stats().read_errors.add(1);
+        filesystem_of(req).engine.content().stats().read_errors.add(1);
         remote::log_failed_read(error.what());
         fuse_reply_err(req, EIO);
     } catch (const std::bad_alloc&) {
@@ -117,12 +117,12 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     count(req, FuseRequest::Lookup);
     answer(req, [&] {
         const Filesystem& fs = filesystem_of(req);
-        const auto dir = fs.tree.node_of(parent);
+        const auto dir = fs.engine.tree().node_of(parent);
         if (!dir) return (void)fuse_reply_err(req, ENOENT);
         if (!dir->is_directory()) return (void)fuse_reply_err(req, ENOTDIR);
         // No entry is longer than statfs's f_namemax; a longer name is too long, as on any filesystem.
         if (std::strlen(name) > kMaxDirectoryName) return (void)fuse_reply_err(req, ENAMETOOLONG);
-        const auto node = fs.tree.lookup(*dir, name);
+        const auto node = fs.engine.tree().lookup(*dir, name);
         if (!node) {
             // The tree never changes: the kernel may remember that the name is not there (a negative entry, inode 0),
             // so that a second glob of */meta.json asks nothing of source/ either.
@@ -150,7 +150,7 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
     count(req, FuseRequest::Getattr);
     answer(req, [&] {
         const Filesystem& fs = filesystem_of(req);
-        const auto node = fs.tree.node_of(ino);
+        const auto node = fs.engine.tree().node_of(ino);
         if (!node) return (void)fuse_reply_err(req, ENOENT);
         const struct stat st = attributes_of(fs, *node);
         count_reply(fs, fuse_reply_attr(req, &st, kCacheSeconds));
@@ -165,13 +165,13 @@ bool is_live_counters(Node node) { return node.kind == NodeKind::StatsJson || no
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     count(req, FuseRequest::Open);
     const Filesystem& fs = filesystem_of(req);
-    const auto node = fs.tree.node_of(ino);
+    const auto node = fs.engine.tree().node_of(ino);
     if (!node) return (void)fuse_reply_err(req, ENOENT);
     if (node->is_directory()) return (void)fuse_reply_err(req, EISDIR);
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) return (void)fuse_reply_err(req, EROFS);
     // A file that could not be opened at mount has no bytes to serve (model.json's "problems" says why).
-    if (fs.content.unopened(*node)) {
-        fs.content.stats().read_errors.add(1);
+    if (fs.engine.content().unopened(*node)) {
+        fs.engine.content().stats().read_errors.add(1);
         return (void)fuse_reply_err(req, EIO);
     }
     // Live counters must be read anew at every open; everything else may stay in the page cache.
@@ -184,13 +184,10 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 // the bytes once, from the page cache into the reply (measured as fast as pread into a buffer and a reply from it,
 // without that extra copy). False when the bytes are not mapped (remote files).
 bool replied_from_mapping(fuse_req_t req, Filesystem& fs, Node node, off_t off, size_t size) {
-    const auto slice = fs.content.source_range(node, static_cast<std::uint64_t>(off), size);
-    if (!slice) return false;
-    const char* mapped = fs.files.mapped(slice->file, slice->offset, slice->length);
-    if (mapped == nullptr) return false;
-    fs.content.count_source_read(node, *slice);
-    count_reply(fs, fuse_reply_buf(req, mapped, slice->length));
-    fs.files.forget_mapped(slice->file, slice->offset, slice->length);
+    const auto mapped = fs.engine.mapped_read(node, static_cast<std::uint64_t>(off), size);
+    if (!mapped) return false;
+    count_reply(fs, fuse_reply_buf(req, mapped->bytes, mapped->length));
+    fs.engine.done_with(*mapped);
     return true;
 }
 
@@ -247,7 +244,7 @@ LatencyHistogram* read_latency_of(Stats& stats, NodeKind kind) {
 }
 
 void observe_latency(Filesystem& fs, NodeKind kind, std::chrono::steady_clock::time_point arrived) {
-    if (LatencyHistogram* latency = read_latency_of(fs.content.stats(), kind)) {
+    if (LatencyHistogram* latency = read_latency_of(fs.engine.content().stats(), kind)) {
         const auto elapsed = std::chrono::steady_clock::now() - arrived;
         latency->observe(
             static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
@@ -258,13 +255,13 @@ void serve_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, std::chr
     // A remote source's timeout= counts from here: the time queued for a worker is the reader's wait too.
     const ReadBegan began(arrived);
     Filesystem& fs = filesystem_of(req);
-    const auto node = fs.tree.node_of(ino);
+    const auto node = fs.engine.tree().node_of(ino);
     if (!node) return (void)fuse_reply_err(req, ENOENT);
     answer(req, [&] {
         if (off < 0) return (void)fuse_reply_err(req, EINVAL);
         if (replied_from_mapping(req, fs, *node, off, size)) return;
         ReadPieces pieces(true);
-        fs.content.read_pieces(*node, static_cast<std::uint64_t>(off), size, pieces);
+        fs.engine.content().read_pieces(*node, static_cast<std::uint64_t>(off), size, pieces);
         reply_pieces(req, fs, pieces);
     });
     observe_latency(fs, node->kind, arrived);
@@ -279,14 +276,10 @@ void serve_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, std::chr
 bool served_from_page_cache(fuse_req_t req, Filesystem& fs, Node node, off_t off, size_t size,
                             std::chrono::steady_clock::time_point arrived) {
     if (off < 0 || size > kLargestQuickRead) return false;
-    const auto served = fs.content.source_range(node, static_cast<std::uint64_t>(off), size);
-    if (!served) return false;
     thread_local std::vector<char> buffer(kLargestQuickRead);  // on the heap: only the loop's thread uses one
-    if (served->length > 0 && !fs.files.read_if_cached(served->file, served->offset, served->length, buffer.data())) {
-        return false;  // the worker reads it, or meets the same error and answers EIO
-    }
-    fs.content.count_source_read(node, *served);
-    count_reply(fs, fuse_reply_buf(req, buffer.data(), served->length));
+    const auto served = fs.engine.read_from_page_cache(node, static_cast<std::uint64_t>(off), size, buffer.data());
+    if (!served) return false;  // the worker reads it, or meets the same error and answers EIO
+    count_reply(fs, fuse_reply_buf(req, buffer.data(), *served));
     observe_latency(fs, node.kind, arrived);
     poll_after_this_request();
     return true;
@@ -300,7 +293,7 @@ void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_i
     count(req, FuseRequest::Read);
     Filesystem& fs = filesystem_of(req);
     if (fs.read_workers != nullptr) {
-        const auto node = fs.tree.node_of(ino);
+        const auto node = fs.engine.tree().node_of(ino);
         if (node && served_from_page_cache(req, fs, *node, off, size, arrived)) return;
         if (node && is_live_counters(*node)) return serve_read(req, ino, size, off, arrived);
         fs.read_workers->offer([=] { serve_read(req, ino, size, off, arrived); });  // never refused: unbounded
@@ -318,7 +311,7 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     count(req, FuseRequest::Opendir);
     const Filesystem& fs = filesystem_of(req);
     if (fs.kernel_opens_folders) return (void)fuse_reply_err(req, ENOSYS);
-    const auto node = fs.tree.node_of(ino);
+    const auto node = fs.engine.tree().node_of(ino);
     if (!node) return (void)fuse_reply_err(req, ENOENT);
     if (!node->is_directory()) return (void)fuse_reply_err(req, ENOTDIR);
     fi->cache_readdir = 1;
@@ -335,21 +328,21 @@ void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info*) {
 void read_directory(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
     answer(req, [&] {
         const Filesystem& fs = filesystem_of(req);
-        const auto dir = fs.tree.node_of(ino);
+        const auto dir = fs.engine.tree().node_of(ino);
         if (!dir) return (void)fuse_reply_err(req, ENOENT);
         // Reused: the kernel asks for up to 1 MiB, mostly to answer a few entries.
         thread_local std::vector<char> buffer;
         if (buffer.size() < size) buffer.resize(size);
         std::size_t used = 0;
-        const std::size_t children = fs.tree.child_count(*dir);
+        const std::size_t children = fs.engine.tree().child_count(*dir);
         for (std::uint64_t next = static_cast<std::uint64_t>(off); next < 2 + children; ++next) {
             Node node;
             std::string_view name;
             if (next < 2) {
-                node = next == 0 ? *dir : fs.tree.parent_of(*dir);
+                node = next == 0 ? *dir : fs.engine.tree().parent_of(*dir);
                 name = next == 0 ? "." : "..";
             } else {
-                const DirEntry entry = fs.tree.child(*dir, next - 2);
+                const DirEntry entry = fs.engine.tree().child(*dir, next - 2);
                 node = entry.node;
                 name = entry.name;
             }
@@ -388,7 +381,7 @@ void op_statfs(fuse_req_t req, fuse_ino_t) {
     st.f_bsize = 4096;
     st.f_frsize = 4096;
     st.f_blocks = (fs.total_bytes + 4095) / 4096;
-    st.f_files = 2 + fs.tree.child_count(Node{NodeKind::Root}) + fs.tree.tensor_count() * 6;
+    st.f_files = 2 + fs.engine.tree().child_count(Node{NodeKind::Root}) + fs.engine.tree().tensor_count() * 6;
     st.f_namemax = 255;
     st.f_flag = ST_RDONLY;
     count_reply(fs, fuse_reply_statfs(req, &st));

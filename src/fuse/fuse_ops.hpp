@@ -9,16 +9,13 @@
 #include <fuse3/fuse_lowlevel.h>
 
 #include "tensorfs/background_queue.hpp"
-#include "tensorfs/content.hpp"
-#include "tensorfs/tree.hpp"
+#include "tensorfs/engine.hpp"
 
 namespace tensorfs {
 
 // What the operations need; passed to fuse_session_new as userdata.
 struct Filesystem {
-    const Tree& tree;
-    Content& content;
-    const SourceFiles& files;
+    const Engine& engine;
     std::uint64_t total_bytes;   // for statfs
     struct timespec mtime;       // of the (first) source file; the tree shows it for every node
     uid_t uid;

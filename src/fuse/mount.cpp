@@ -29,14 +29,12 @@
 #include "daemon.hpp"
 #include "fuse_ops.hpp"
 #include "remote/log.hpp"
-#include "remote/remote_context.hpp"
 #include "remote/secrets.hpp"
 #include "request_loop.hpp"
 #include "secrets_socket.hpp"
-#include "tensorfs/dequantized_config.hpp"
+#include "tensorfs/engine.hpp"
 #include "tensorfs/errors.hpp"
 #include "tensorfs/exit_signals.hpp"
-#include "tensorfs/open_source.hpp"
 #include "tensorfs/remote_source.hpp"
 
 extern char** environ;
@@ -77,11 +75,12 @@ unsigned read_ahead_kb(unsigned max_read) {
 // warnings go there alone, each naming the volume (log_id=) and the SOURCE. Never a secret: the SOURCE is shown
 // as in /proc/mounts, without a password.
 void use_log_descriptor(const MountOptions& options) {
-    if (::fcntl(options.log_fd, F_GETFD) < 0) return;  // not open: keep the usual log
-    ::dup2(options.log_fd, STDERR_FILENO);
-    ::close(options.log_fd);
+    if (::fcntl(options.settings.log_fd, F_GETFD) < 0) return;  // not open: keep the usual log
+    ::dup2(options.settings.log_fd, STDERR_FILENO);
+    ::close(options.settings.log_fd);
     const std::string source = shown_source(options.source);
-    remote::log_to_stderr_only(options.log_id.empty() ? source : "volume " + options.log_id + " (" + source + ")");
+    const std::string& id = options.settings.log_id;
+    remote::log_to_stderr_only(id.empty() ? source : "volume " + id + " (" + source + ")");
 }
 
 // Options every tensorfs mount has: read-only, and named after its source in /proc/mounts.
@@ -128,7 +127,7 @@ std::string absolute_mountpoint(const std::string& mountpoint) {
 // figures are in docs/benchmarks.md).
 int serve(fuse_session* session, Filesystem& filesystem, const MountOptions& options) {
     if (options.single_threaded) return run_request_loop(session);
-    BackgroundQueue workers(options.threads ? options.threads : kDefaultThreads,
+    BackgroundQueue workers(options.settings.threads ? options.settings.threads : kDefaultThreads,
                             std::numeric_limits<std::size_t>::max(), BackgroundQueue::AtEnd::run_queued);
     filesystem.read_workers = &workers;
     const int result = run_request_loop(session);
@@ -145,84 +144,43 @@ void raise_open_files_limit() {
     ::setrlimit(RLIMIT_NOFILE, &limit);
 }
 
-// The one line a folder of several models gets at mount (model.json says the rest).
-void tell_several_models(const std::string& source, const ModelFolder& folder) {
-    std::string paths;
-    for (const auto& model : folder.models) paths += (paths.empty() ? "" : ", ") + model.path;
-    std::fprintf(stderr,
-                 "tensorfs: %s: holds %zu models (%s), so the mount shows no tensors and no model.safetensors; "
-                 "mount one with -o model=PATH or by naming its file\n",
-                 source.c_str(), folder.models.size(), paths.c_str());
-}
-
 // A readahead= that the memory budget cuts (remote_context.hpp) is told, rather than silently taken as less.
-void warn_if_readahead_cut(const SourceOptions& options, std::uint64_t cache_size) {
-    const std::uint64_t limit = remote::readahead_limit_of(options);
-    if (limit >= options.readahead) return;
+void warn_if_readahead_cut(const Engine& engine) {
+    const std::optional<std::uint64_t> limit = engine.readahead_cut();
+    if (!limit) return;
     const auto mib = [](std::uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); };
     std::fprintf(stderr,
                  "tensorfs: warning: readahead=%gM is cut to %gM, the most that cache_size=%gM allows; raise "
                  "cache_size for more\n",
-                 mib(options.readahead), mib(limit), mib(cache_size));
-}
-
-// What the tree shows as the time of its own nodes: the (first) model file's mtime, else the first source file's.
-timespec mount_time(const Catalog& catalog, const ModelFolder& folder) {
-    if (!catalog.files.empty()) return catalog.files.front().object->modified();
-    if (!folder.source_files.empty()) return folder.source_files.front().object->modified();
-    timespec now{};
-    ::clock_gettime(CLOCK_REALTIME, &now);
-    return now;
+                 mib(engine.settings().source.readahead), mib(*limit), mib(engine.settings().budget()));
 }
 
 }  // namespace
 
 int run_mount(const MountOptions& options) {
-    // First: the remote layer counts into it from the moment the source is opened.
-    Stats stats;
-    std::unique_ptr<Catalog> catalog;
-    std::unique_ptr<ModelFolder> folder;
-    std::unique_ptr<ModelExport> model_export;
-    std::unique_ptr<Tree> tree;
-    std::unique_ptr<SourceFiles> files;
-    // One memory budget (cache_size): a remote source's fetched blocks (in flight, kept, queued for the disk)
-    // take half of it, the decoded chunks the rest.
-    const std::uint64_t budget = options.cache_size ? options.cache_size : kDefaultCacheBudget;
-    const bool remote = is_remote_source(options.source);
-    const std::uint64_t chunk_budget = remote ? budget - budget / 2 : budget;
     // Messages about credentials say what to do in Kubernetes terms from the first request on.
-    if (!options.csi_volume.empty()) remote::set_kubernetes_volume(options.csi_volume);
+    if (!options.settings.csi_volume.empty()) remote::set_kubernetes_volume(options.settings.csi_volume);
+    raise_open_files_limit();
+    std::unique_ptr<Engine> engine;
     try {
-        SourceOptions source_options = options.source_options;
-        source_options.counters = stats.remote;
-        source_options.memory_budget = budget / 2;
-        if (remote && options.readahead_given) warn_if_readahead_cut(source_options, budget);
-        raise_open_files_limit();
-        OpenedSource opened = open_source(options.source, options.model, source_options);
-        folder = std::make_unique<ModelFolder>(std::move(opened.folder));
-        if (opened.catalog) {
-            catalog = std::make_unique<Catalog>(std::move(*opened.catalog));
-            model_export = std::make_unique<ModelExport>(*catalog, options.export_dtype);
-            show_dequantized_config(*folder, *catalog, options.export_dtype);
-        } else {
-            catalog = std::make_unique<Catalog>();  // several models: no tensors, no model.safetensors
-            tell_several_models(shown_source(options.source), *folder);
-        }
-        tree = std::make_unique<Tree>(*catalog, model_export && model_export->available(), folder.get());
-        files = std::make_unique<SourceFiles>(*catalog, folder.get());
+        EngineNeeds needs;
+        needs.folder = true;
+        needs.export_dtype = options.settings.export_dtype;
+        needs.mount_root = true;
+        engine = std::make_unique<Engine>(options.source, options.settings, needs);
     } catch (const InvalidSource& invalid) {
         for (const auto& problem : invalid.problems()) std::fprintf(stderr, "%s\n", problem.line().c_str());
         return 1;
     }
-    Content content(*catalog, *tree, *files, stats, chunk_budget, model_export.get());
+    if (engine->settings().readahead_given) warn_if_readahead_cut(*engine);
+    if (!engine->candidates().empty()) {
+        std::fprintf(stderr, "tensorfs: %s: %s (the mount shows no tensors and no model.safetensors)\n",
+                     shown_source(options.source).c_str(), engine->several_models("-o model=PATH").c_str());
+    }
     // Parsing the headers took several times the memory the tree keeps (a 100,000-tensor mount: 58 MB, 28 MB
     // after this): give the freed pages back before the daemon forks and serves for days.
     ::malloc_trim(0);
-
-    std::uint64_t total_bytes = 0;
-    for (const auto& tensor : catalog->tensors) total_bytes += tensor.nbytes;
-    for (const auto& file : folder->source_files) total_bytes += file.object->size();
-    Filesystem filesystem{*tree, content, *files, total_bytes, mount_time(*catalog, *folder), ::getuid(), ::getgid()};
+    Filesystem filesystem{*engine, engine->total_bytes(), engine->modified(), ::getuid(), ::getgid()};
 
     FuseArgs args;
     filesystem.max_read = max_read_of(options.fuse_options);
@@ -238,9 +196,9 @@ int run_mount(const MountOptions& options) {
     // Made before the mount, so that a problem with it is the command's error, and inherited by the daemon: it is
     // there as soon as `tensorfs mount` returns.
     std::unique_ptr<SecretsSocket> secrets_socket;
-    if (!options.secrets_socket.empty()) {
+    if (!options.settings.secrets_socket.empty()) {
         std::string problem;
-        secrets_socket = SecretsSocket::listen_at(options.secrets_socket, problem);
+        secrets_socket = SecretsSocket::listen_at(options.settings.secrets_socket, problem);
         if (!secrets_socket) {
             std::fprintf(stderr, "tensorfs: %s\n", problem.c_str());
             return 2;
@@ -256,6 +214,7 @@ int run_mount(const MountOptions& options) {
         return 2;
     }
     const std::string mountpoint = absolute_mountpoint(options.mountpoint);
+    Stats& stats = engine->stats();
     stats.mountpoint = mountpoint;
     stats.source = shown_source(options.source);
     stats.started_unix_seconds = static_cast<std::int64_t>(::time(nullptr));
@@ -275,7 +234,7 @@ int run_mount(const MountOptions& options) {
         daemonize_when_mounted(mountpoint, read_ahead_kb(filesystem.max_read),
                                [session] { fuse_session_unmount(session); });
     }
-    if (options.log_fd >= 0) use_log_descriptor(options);
+    if (options.settings.log_fd >= 0) use_log_descriptor(options);
     if (secrets_socket) secrets_socket->start(mountpoint);
     const int loop_result = serve(session, filesystem, options);
     secrets_socket.reset();

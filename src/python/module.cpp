@@ -13,13 +13,13 @@
 #include "compare/diff_compare.hpp"
 #include "compare/diff_pairs.hpp"
 #include "compare/diff_rows.hpp"
-#include "opened_model.hpp"
 #include "python_errors.hpp"
 #include "python_values.hpp"
 #include "read_settings.hpp"
 #include "remote/http_client.hpp"
 #include "safe_open.hpp"
 #include "tensor_reader.hpp"
+#include "tensorfs/engine.hpp"
 #include "tensorfs/model_figures.hpp"
 
 namespace py = pybind11;
@@ -57,9 +57,14 @@ std::optional<ValueView> requested_dtype(const py::handle& dtype) {
     throw py::value_error("dtype must be None, 'f32', 'bf16' or 'f16', not " + std::string(py::repr(dtype)));
 }
 
-std::shared_ptr<const OpenedModel> open_model(const std::string& source, const ReadSettings& settings) {
+// SOURCE opened for reading tensors: a folder of several models is refused with the candidates.
+std::shared_ptr<const Engine> open_model(const std::string& source, const Settings& settings) {
     const py::gil_scoped_release unlocked;
-    return std::make_shared<const OpenedModel>(source, settings);
+    EngineNeeds needs;
+    needs.disk_cache_writes_direct = true;   // the arrays hold every byte read: a cache file's pages would be a copy
+    auto engine = std::make_shared<const Engine>(source, settings, needs);
+    engine->require_model("model=PATH");
+    return engine;
 }
 
 std::unique_ptr<SafeOpen> safe_open(const py::handle& source, const std::string& framework,
@@ -70,7 +75,7 @@ std::unique_ptr<SafeOpen> safe_open(const py::handle& source, const std::string&
     if (chosen == Framework::Numpy && device != "cpu") {
         throw py::value_error("numpy arrays live on the CPU: device must be 'cpu', not '" + device + "'");
     }
-    const ReadSettings settings = read_settings(options, "safe_open");
+    const Settings settings = read_settings(options, "safe_open");
     return std::make_unique<SafeOpen>(open_model(source_text(source), settings), chosen, requested, device);
 }
 
@@ -80,7 +85,7 @@ py::dict load(const py::handle& source, const std::string& framework, const py::
     const ArrayMaker imports(chosen);
     const auto requested = requested_dtype(dtype);
     const std::string glob = tensors.is_none() ? std::string() : name_from_python(tensors);
-    const ReadSettings settings = read_settings(options, "load");
+    const Settings settings = read_settings(options, "load");
     const auto model = open_model(source_text(source), settings);
     std::vector<std::uint32_t> wanted;
     const auto& catalog = model->catalog();
@@ -95,12 +100,13 @@ py::dict load(const py::handle& source, const std::string& framework, const py::
 }
 
 py::dict info(const py::handle& source, const py::kwargs& options) {
-    const ReadSettings settings = read_settings(options, "info");
-    const auto model = open_model(source_text(source), settings);
+    const Settings settings = read_settings(options, "info");
+    const std::string path = source_text(source);
     nlohmann::ordered_json document;
     {
+        // A folder of several models is described as `tensorfs info --json` describes it: its candidates.
         const py::gil_scoped_release unlocked;
-        document = info_json(model->catalog(), model->tree(), model_figures(model->catalog()));
+        document = Engine(path, settings).info();
     }
     return json_to_python(document);
 }
@@ -116,7 +122,7 @@ py::list diff(const py::handle& a, const py::handle& b, const std::string& names
               const py::kwargs& options) {
     const compare::NameMode mode = name_mode(names);
     const std::string glob = tensors.is_none() ? std::string() : name_from_python(tensors);
-    const ReadSettings settings = read_settings(options, "diff");
+    const Settings settings = read_settings(options, "diff");
     const std::string path_a = source_text(a), path_b = source_text(b);
     std::unique_ptr<compare::DiffSide> side_a, side_b;
     compare::Pairing pairing;
@@ -124,9 +130,9 @@ py::list diff(const py::handle& a, const py::handle& b, const std::string& names
         const py::gil_scoped_release unlocked;
         // As the command does: each side keeps half of the cache budget in decoded chunks.
         // model=PATH picks the same model path in both, as `tensorfs diff --model PATH` does.
-        const std::uint64_t half = settings.budget() / 2;
-        side_a = std::make_unique<compare::DiffSide>(path_a, settings.model, settings.source_options, half);
-        side_b = std::make_unique<compare::DiffSide>(path_b, settings.model, settings.source_options, half);
+        const std::uint64_t half = settings.decoded_budget(false) / 2;
+        side_a = std::make_unique<compare::DiffSide>(path_a, settings, half, "model=PATH");
+        side_b = std::make_unique<compare::DiffSide>(path_b, settings, half, "model=PATH");
         pairing = compare::pair_tensors(side_a->catalog(), side_b->catalog(), mode, glob);
     }
     if (!glob.empty() && pairing.pairs.empty()) {

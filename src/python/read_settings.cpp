@@ -1,17 +1,11 @@
 #include "read_settings.hpp"
 
-#include <string_view>
-
-#include "fuse/mount_options.hpp"
-#include "tensorfs/dequant_reader.hpp"
-#include "tensorfs/mount.hpp"
-
 namespace py = pybind11;
 
 namespace tensorfs::python {
 namespace {
 
-// The value as the text `-o name=VALUE` would carry: a str as it is, a number in decimal, a path by os.fspath.
+// The value as text: a str as it is, a number in decimal, a path by os.fspath.
 std::string option_text(const std::string& name, const py::handle& value) {
     if (py::isinstance<py::bool_>(value) || value.is_none()) {
         throw py::type_error(name + "= takes a value (a str, a number or a path), not " +
@@ -27,39 +21,23 @@ std::string option_text(const std::string& name, const py::handle& value) {
                          std::string(py::str(value.get_type().attr("__name__"))));
 }
 
-// Options the parser takes that a source without a mount has no use for: model.safetensors' dtypes, and the words of
-// mount(8) lines that change nothing.
-bool means_nothing_without_a_mount(std::string_view name) {
-    return name == "export_dtype" || name == "comment" || name.starts_with("x-") || name.starts_with("X-");
-}
-
 }  // namespace
 
-std::uint64_t ReadSettings::budget() const { return cache_size != 0 ? cache_size : kDefaultCacheBudget; }
-
-ReadSettings read_settings(const py::kwargs& options, const std::string& function) {
-    MountOptions parsed;
+Settings read_settings(const py::kwargs& options, const std::string& function) {
+    Settings settings;
     for (const auto& [key, value] : options) {
         const std::string name = py::str(key);
-        const std::string text = option_text(name, value);
-        // `-o` lists are split at commas: a value holding one would be read as two options.
-        if (text.find(',') != std::string::npos) throw py::value_error(name + "= cannot hold a comma: '" + text + "'");
-        const std::size_t libfuse_options = parsed.fuse_options.size();
-        const std::string error = take_option_list(name + "=" + text, parsed);
-        if (error.starts_with("unknown mount option")) {
+        const OptionInfo* option = option_named(name);
+        if (option == nullptr) {
             throw py::type_error(function + "() got an unknown option '" + name +
-                                 "' (it takes the mount options of a source: see tensorfs --help)");
+                                 "' (it takes the options of a source: see tensorfs --help)");
         }
-        if (!error.empty()) throw py::value_error(error);
-        if (parsed.fuse_options.size() != libfuse_options || means_nothing_without_a_mount(name)) {
-            throw py::type_error(function + "() got '" + name + "', a mount option that means nothing without a mount");
+        if (option->use != OptionUse::Source) {
+            throw py::type_error(function + "() got '" + name + "', an option that means nothing without a mount");
         }
+        const TakenSetting taken = take_setting(name, option_text(name, value), settings);
+        if (taken.outcome == SettingOutcome::Refused) throw py::value_error(taken.message);
     }
-    ReadSettings settings;
-    settings.source_options = parsed.source_options;
-    settings.model = parsed.model;
-    settings.cache_size = parsed.cache_size;
-    settings.threads = parsed.threads;
     return settings;
 }
 

@@ -18,17 +18,17 @@ std::string metadata_text(const nlohmann::ordered_json& value) {
 
 }  // namespace
 
-SafeOpen::SafeOpen(std::shared_ptr<const OpenedModel> model, Framework framework, std::optional<ValueView> dtype,
+SafeOpen::SafeOpen(std::shared_ptr<const Engine> model, Framework framework, std::optional<ValueView> dtype,
                    std::string device)
     : model_(std::move(model)), framework_(framework), dtype_(dtype), device_(std::move(device)) {}
 
-std::shared_ptr<const OpenedModel> SafeOpen::model() const {
+std::shared_ptr<const Engine> SafeOpen::model() const {
     const std::lock_guard lock(mutex_);
     if (!model_) throw py::value_error("I/O operation on a closed tensorfs.safe_open handle");
     return model_;
 }
 
-std::uint32_t SafeOpen::index_of(const OpenedModel& model, const py::handle& name) const {
+std::uint32_t SafeOpen::index_of(const Engine& model, const py::handle& name) const {
     const auto index = model.find(name_from_python(name));
     if (!index) throw py::key_error(py::repr(name));
     return *index;

@@ -9,14 +9,14 @@
 
 #include <pybind11/pybind11.h>
 
-#include "opened_model.hpp"
+#include "tensorfs/engine.hpp"
 #include "tensor_reader.hpp"
 
 namespace tensorfs::python {
 
 class SafeOpen {
 public:
-    SafeOpen(std::shared_ptr<const OpenedModel> model, Framework framework, std::optional<ValueView> dtype,
+    SafeOpen(std::shared_ptr<const Engine> model, Framework framework, std::optional<ValueView> dtype,
              std::string device);
 
     pybind11::list keys() const;
@@ -28,8 +28,8 @@ public:
     std::string repr() const;
 
     // The opened model (ValueError when closed) and the index of the tensor `name` (KeyError when unknown).
-    std::shared_ptr<const OpenedModel> model() const;
-    std::uint32_t index_of(const OpenedModel& model, const pybind11::handle& name) const;
+    std::shared_ptr<const Engine> model() const;
+    std::uint32_t index_of(const Engine& model, const pybind11::handle& name) const;
     // A reader for this handle's framework and dtype.
     TensorReader reader() const;
     // A tensor as the caller gets it: moved to the handle's device when that is not the CPU.
@@ -37,7 +37,7 @@ public:
 
 private:
     mutable std::mutex mutex_;
-    std::shared_ptr<const OpenedModel> model_;   // nullptr once closed
+    std::shared_ptr<const Engine> model_;   // nullptr once closed
     Framework framework_;
     std::optional<ValueView> dtype_;
     std::string device_;

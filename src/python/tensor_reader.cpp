@@ -24,7 +24,7 @@ std::uint64_t output_bytes(const Tensor& tensor, const ArrayPlan& plan) { return
 
 }  // namespace
 
-TensorReader::TensorReader(std::shared_ptr<const OpenedModel> model, Framework framework,
+TensorReader::TensorReader(std::shared_ptr<const Engine> model, Framework framework,
                            std::optional<ValueView> dtype)
     : model_(std::move(model)), maker_(framework), dtype_(dtype) {}
 

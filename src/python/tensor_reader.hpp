@@ -11,7 +11,7 @@
 #include <pybind11/pybind11.h>
 
 #include "arrays.hpp"
-#include "opened_model.hpp"
+#include "tensorfs/engine.hpp"
 #include "slicing.hpp"
 
 namespace tensorfs::python {
@@ -19,9 +19,9 @@ namespace tensorfs::python {
 class TensorReader {
 public:
     // Call with the GIL held, as every member: they make Python objects.
-    TensorReader(std::shared_ptr<const OpenedModel> model, Framework framework, std::optional<ValueView> dtype);
+    TensorReader(std::shared_ptr<const Engine> model, Framework framework, std::optional<ValueView> dtype);
 
-    const OpenedModel& model() const { return *model_; }
+    const Engine& model() const { return *model_; }
 
     // The array a tensor becomes; raises tensorfs.Error for a tensor that has neither a dtype of the framework nor
     // float32 values (ggml's Q8_1, Q8_K: raw() gives their bytes).
@@ -43,7 +43,7 @@ private:
     std::optional<pybind11::object> mapped(std::uint32_t tensor, const ArrayPlan& plan, std::uint64_t first,
                                           std::uint64_t count, const std::vector<std::uint64_t>& shape) const;
 
-    std::shared_ptr<const OpenedModel> model_;
+    std::shared_ptr<const Engine> model_;
     ArrayMaker maker_;
     std::optional<ValueView> dtype_;
 };

@@ -3,7 +3,6 @@
 #include <array>
 #include <cctype>
 
-#include "secrets.hpp"
 #include "tensorfs/source_options.hpp"
 
 namespace tensorfs {
@@ -41,7 +40,7 @@ std::string take_proxy(std::string_view url, SourceOptions& options) {
     return {};
 }
 
-std::string take_header(std::string_view name_value, SourceOptions& options) {
+std::string take_header(std::string_view name_value, SourceOptions& options, bool kubernetes) {
     const std::size_t colon = name_value.find(':');
     const std::string_view name = name_value.substr(0, colon);
     if (colon == std::string_view::npos || name.empty() || !std::all_of(name.begin(), name.end(), is_token_character)) {
@@ -57,9 +56,9 @@ std::string take_header(std::string_view name_value, SourceOptions& options) {
     const std::string lowered = lower(name);
     if (std::find(kOwnHeaders.begin(), kOwnHeaders.end(), lowered) != kOwnHeaders.end() ||
         lowered.starts_with("x-amz-")) {
-        const std::string credentials = remote::kubernetes_volume().empty()
-                                            ? " (credentials: HF_TOKEN, ~/.netrc, the AWS keys)"
-                                            : " (credentials go in the Secret of the volume's nodePublishSecretRef)";
+        const std::string credentials = kubernetes
+                                            ? " (credentials go in the Secret of the volume's nodePublishSecretRef)"
+                                            : " (credentials: HF_TOKEN, ~/.netrc, the AWS keys)";
         return "header '" + std::string(name) + "' is one tensorfs sets itself" +
                (lowered == "authorization" ? credentials : "");
     }

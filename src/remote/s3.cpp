@@ -246,7 +246,7 @@ unsigned S3Folder::parallel_reads() const { return kRemoteParallelReads; }
 
 std::string S3Folder::missing(const std::string&) const { return "NoSuchKey: no object has this key (HTTP 404)"; }
 
-ResolvedSource resolve_s3(const std::string& source, const SourceOptions& options) {
+SourceLocation resolve_s3(const std::string& source, const SourceOptions& options) {
     S3Address address = parse_s3_address(source);
     const AwsSettings settings = read_aws_settings();
     S3Endpoint endpoint(address.bucket, settings);

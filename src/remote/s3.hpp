@@ -83,6 +83,6 @@ private:
 };
 
 // The folder and file that an s3:// SOURCE names, with the AWS settings of this process's environment.
-ResolvedSource resolve_s3(const std::string& source, const SourceOptions& options);
+SourceLocation resolve_s3(const std::string& source, const SourceOptions& options);
 
 }  // namespace tensorfs::remote

@@ -23,7 +23,7 @@ bool ends_with(const std::string& text, std::string_view suffix) {
     return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-ResolvedSource resolve_local(const std::string& source) {
+SourceLocation resolve_local(const std::string& source) {
     const fs::path path(source);
     std::error_code error;
     const auto status = fs::status(path, error);
@@ -73,24 +73,20 @@ void check_model_path(const std::string& source, const std::string& model) {
     }
 }
 
-ResolvedSource resolve(const std::string& source, const SourceOptions& options) {
-    return is_remote_source(source) ? resolve_remote(source, options) : resolve_local(source);
-}
-
 // The model `resolved` names: its file, the file `model` picks in a folder, or the folder's one model; none, and
 // the candidates, for a folder of several models.
-OpenedModel model_of(const ResolvedSource& resolved, const std::string& source, const std::string& model) {
-    const SourceFolder& folder = *resolved.folder;
+ModelChoice model_of(const SourceLocation& location, const std::string& source, const std::string& model) {
+    const SourceFolder& folder = *location.folder;
     // `listed`: whether the folder's listing shows a config.json beside the model (a folder SOURCE's top files).
     const auto with_quantization = [&](Catalog catalog, const std::string& path, bool listed = false) {
-        OpenedModel opened;
+        ModelChoice opened;
         find_quantization(catalog, folder, path, listed, opened.looked_up);
         opened.catalog = std::move(catalog);
         return opened;
     };
-    if (!resolved.file.empty()) {
+    if (!location.file.empty()) {
         if (!model.empty()) throw_problem(source, "names a file already: model=" + model + " is for a folder SOURCE");
-        return with_quantization(open_file(folder, resolved.file), resolved.file);
+        return with_quantization(open_file(folder, location.file), location.file);
     }
     if (!model.empty()) {
         check_model_path(source, model);
@@ -110,38 +106,33 @@ OpenedModel model_of(const ResolvedSource& resolved, const std::string& source, 
 
 }  // namespace
 
-OpenedModel open_model(const std::string& source, const std::string& model, const SourceOptions& options) {
-    return model_of(resolve(source, options), source, model);
+SourceLocation locate_source(const std::string& source, const SourceOptions& options) {
+    return is_remote_source(source) ? resolve_remote(source, options) : resolve_local(source);
 }
 
-Catalog chosen_model(const std::string& source, const std::string& model, const SourceOptions& options) {
-    OpenedModel opened = open_model(source, model, options);
-    if (!opened.catalog) {
-        std::string paths;
-        for (const auto& candidate : opened.models) paths += (paths.empty() ? "" : ", ") + candidate.path;
-        throw_problem(shown_source(source),
-                      "holds " + std::to_string(opened.models.size()) + " models (" + paths + "); " + kHowToPickAModel);
-    }
-    return std::move(*opened.catalog);
+ModelChoice choose_model(const SourceLocation& location, const std::string& source, const std::string& model) {
+    return model_of(location, source, model);
+}
+
+ModelFolder files_besides(const SourceLocation& location, const Catalog* catalog,
+                          const std::vector<ModelCandidate>& candidates, const LookedUpFiles& looked_up) {
+    if (!location.file.empty()) return files_of_file(*location.folder, location.file, *catalog, looked_up);
+    ModelFolder folder = files_of_folder(*location.folder, catalog, looked_up);
+    folder.models = candidates;
+    return folder;
+}
+
+std::string several_models(const std::vector<ModelCandidate>& candidates, std::string_view pick) {
+    std::string paths;
+    for (const auto& candidate : candidates) paths += (paths.empty() ? "" : ", ") + candidate.path;
+    return "holds " + std::to_string(candidates.size()) + " models (" + paths + "); pick one with " +
+           std::string(pick) + ", or name its file as SOURCE";
 }
 
 Catalog open_catalog(const std::string& source, const SourceOptions& options) {
-    return chosen_model(source, "", options);
-}
-
-OpenedSource open_source(const std::string& source, const std::string& model, const SourceOptions& options) {
-    const ResolvedSource resolved = resolve(source, options);
-    OpenedModel chosen = model_of(resolved, source, model);
-    OpenedSource opened;
-    opened.catalog = std::move(chosen.catalog);
-    if (!resolved.file.empty()) {
-        opened.folder = files_of_file(*resolved.folder, resolved.file, *opened.catalog, chosen.looked_up);
-    } else {
-        opened.folder =
-            files_of_folder(*resolved.folder, opened.catalog ? &*opened.catalog : nullptr, chosen.looked_up);
-        opened.folder.models = std::move(chosen.models);
-    }
-    return opened;
+    ModelChoice choice = choose_model(locate_source(source, options), source, "");
+    if (!choice.catalog) throw_problem(shown_source(source), several_models(choice.candidates, "--model PATH"));
+    return std::move(*choice.catalog);
 }
 
 }  // namespace tensorfs

@@ -74,7 +74,7 @@ std::string shown_source(const std::string& source) {
     return is_remote_source(source) ? remote::without_credentials(source) : source;
 }
 
-ResolvedSource resolve_remote(const std::string& source, const SourceOptions& options) {
+SourceLocation resolve_remote(const std::string& source, const SourceOptions& options) {
     if (source.starts_with("s3://")) return remote::resolve_s3(source, options);
     if (source.starts_with("hf://")) {
         remote::HubAddress address = remote::parse_hub_address(source);

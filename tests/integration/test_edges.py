@@ -293,7 +293,7 @@ class MountOptionEdges(unittest.TestCase):
             finally:
                 unmount_or_detach(tmp)
             for args, given in ((("mount", GGUF, tmp, "-o", "cache_size=512"), "cache_size=512"),
-                                (("mount", GGUF, tmp, "--cache-size", "512"), "cache_size=512"),
+                                (("mount", GGUF, tmp, "--cache-size", "512"), "--cache-size=512"),
                                 (("mount", GGUF, tmp, "-o", "disk_cache_size=100"), "disk_cache_size=100"),
                                 (("ls", GGUF, "--disk-cache-size", "100"), "--disk-cache-size=100")):
                 with self.subTest(args=args):

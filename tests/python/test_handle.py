@@ -180,7 +180,8 @@ def test_dtypes():
 def test_a_folder_of_several_models_needs_model(tmp_path):
     for name in ("a.gguf", "b.gguf"):
         os.symlink(MIXED if name == "a.gguf" else TINY, tmp_path / name)
-    with pytest.raises(tensorfs.Error, match="holds 2 models: a.gguf .gguf., b.gguf .gguf.; pick one with model="):
+    several = r"holds 2 models \(a.gguf, b.gguf\); pick one with model=PATH, or name its file as SOURCE"
+    with pytest.raises(tensorfs.Error, match=several):
         tensorfs.safe_open(str(tmp_path))
     with tensorfs.safe_open(str(tmp_path), model="b.gguf") as f:
         assert f.keys() == tensorfs.safe_open(TINY).keys()

@@ -99,8 +99,8 @@ BOOST_AUTO_TEST_SUITE(cli_mount_options)
 BOOST_AUTO_TEST_CASE(ours_are_taken_out) {
     MountOptions options;
     BOOST_TEST(take_option_list("cache_size=2G,threads=8", options) == "");
-    BOOST_TEST(options.cache_size == std::uint64_t{2} << 30);
-    BOOST_TEST(options.threads == 8u);
+    BOOST_TEST(options.settings.cache_size == std::uint64_t{2} << 30);
+    BOOST_TEST(options.settings.threads == 8u);
     BOOST_TEST(options.fuse_options.empty());
     BOOST_TEST(take_option_list("cache_size=lots", options) == "bad cache_size 'lots' (e.g. 512M, 2G)");
     BOOST_TEST(take_option_list("threads=0", options) == "bad threads '0' (1 to 1024)");

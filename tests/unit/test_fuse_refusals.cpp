@@ -14,7 +14,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "fuse/fuse_ops.hpp"
-#include "tensorfs/open_source.hpp"
+#include "tensorfs/engine.hpp"
 #include "vectors.hpp"
 
 using namespace tensorfs;
@@ -43,12 +43,7 @@ std::string with_nul(const std::string& text) { return text + '\0'; }
 // A mounted-like adapter over a real catalog, talking to a session whose replies land in `replies`.
 class Session {
 public:
-    Session()
-        : catalog_(open_catalog(test::vectors_path("gguf/align64.gguf"))),
-          tree_(catalog_),
-          files_(catalog_),
-          content_(catalog_, tree_, files_, stats_),
-          filesystem_{tree_, content_, files_, 0, {}, ::getuid(), ::getgid()} {
+    Session() : engine_(test::vectors_path("gguf/align64.gguf"), {}), filesystem_{engine_, 0, {}, ::getuid(), ::getgid()} {
         char program[] = "tensorfs-test";
         char* argv[] = {program, nullptr};
         fuse_args args = FUSE_ARGS_INIT(1, argv);
@@ -100,14 +95,10 @@ public:
     }
 
     std::uint64_t inode(Node node) const { return Tree::inode_of(node); }
-    std::string tensor_directory() const { return std::string(tree_.directory_name(0)); }
+    std::string tensor_directory() const { return std::string(engine_.tree().directory_name(0)); }
 
 private:
-    Catalog catalog_;
-    Tree tree_;
-    SourceFiles files_;
-    Stats stats_;
-    Content content_;
+    Engine engine_;
     Filesystem filesystem_;
     fuse_session* session_ = nullptr;
     std::uint64_t unique_ = 0;

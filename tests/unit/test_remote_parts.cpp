@@ -106,13 +106,13 @@ BOOST_AUTO_TEST_CASE(remote_sources_are_told_from_paths) {
 }
 
 BOOST_AUTO_TEST_CASE(hf_sources_name_a_file_or_a_folder) {
-    const ResolvedSource file = resolve_remote("hf://org/repo@v1/sub/model.safetensors", {});
+    const SourceLocation file = resolve_remote("hf://org/repo@v1/sub/model.safetensors", {});
     BOOST_TEST(file.file == "model.safetensors");
     BOOST_TEST(file.folder->name() == "hf://org/repo@v1/sub");
     BOOST_TEST(file.folder->name_of("x.json") == "hf://org/repo@v1/sub/x.json");
-    const ResolvedSource folder = resolve_remote("hf://org/repo/sub", {});
+    const SourceLocation folder = resolve_remote("hf://org/repo/sub", {});
     BOOST_TEST(folder.file.empty());
-    const ResolvedSource url = resolve_remote("https://u:p@h/a/my%20model-00001-of-00002.gguf?download=1", {});
+    const SourceLocation url = resolve_remote("https://u:p@h/a/my%20model-00001-of-00002.gguf?download=1", {});
     BOOST_TEST(url.file == "my model-00001-of-00002.gguf");
     BOOST_TEST(url.folder->name_of("my model-00002-of-00002.gguf") ==
                "https://h/a/my%20model-00002-of-00002.gguf?download=1");
