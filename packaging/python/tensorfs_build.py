@@ -13,7 +13,7 @@ scripts/install-deps.sh installs; cmake 3.25 or later must be on PATH. The wheel
 dynamically from the system: a linux_x86_64 wheel for machines with those libraries (Debian 12 or alike), not a
 manylinux one.
 
-Config settings (pip: -C KEY=VALUE; python -m build: -C KEY=VALUE, or --config-setting):
+Config settings (pip: --config-settings KEY=VALUE, -C from pip 23.1 on; python -m build: -C KEY=VALUE):
   build-dir=PATH   build there and keep it (an incremental rebuild next time); by default, a temporary folder that
                    is removed afterwards. A folder already configured must be for this interpreter (TENSORFS_PYTHON):
                    then only -DTENSORFS_PYTHON is given to cmake and its other settings stay as they are
@@ -131,8 +131,13 @@ def _same_python(a, b):
 
 def _run(command):
     _log("$ " + " ".join(shlex.quote(str(c)) for c in command))
-    # cmake's output goes to stderr with ours: pip shows it when the build fails, or with -v.
-    subprocess.run([str(c) for c in command], check=True, stdout=sys.stderr)
+    # cmake's output goes to stderr with ours: pip shows it when the build fails, or with -v. (A frontend that
+    # runs hooks in its own process may have replaced sys.stderr with an object that is no file.)
+    try:
+        output = sys.stderr.fileno()
+    except (AttributeError, OSError, io.UnsupportedOperation):
+        output = None
+    subprocess.run([str(c) for c in command], check=True, stdout=output)
 
 
 def _build(build_dir, cmake_args, strip=True):
