@@ -1,6 +1,9 @@
 # The Python package `tensorfs` (src/python): the native module tensorfs._tensorfs, built with Debian's pybind11 for
-# Debian's /usr/bin/python3 (the python3 first on PATH may be another one), and the package's Python files and
-# metadata beside it, in BUILD/python, so that PYTHONPATH=BUILD/python imports the build's package.
+# TENSORFS_PYTHON, by default Debian's /usr/bin/python3 (the python3 first on PATH may be another one), and the
+# package's Python files and metadata beside it, in BUILD/python, so that PYTHONPATH=BUILD/python imports the build's
+# package. pip builds it through pyproject.toml's backend (packaging/python/tensorfs_build.py), which configures
+# with -DTENSORFS_PYTHON=<the interpreter running pip> and zips BUILD/python's files into a wheel: what is built here
+# is what a wheel holds.
 set(TENSORFS_PYTHON /usr/bin/python3 CACHE FILEPATH "The Python the tensorfs module is built for")
 set(Python_EXECUTABLE ${TENSORFS_PYTHON})
 find_package(Python 3 REQUIRED COMPONENTS Interpreter Development.Module)
@@ -24,6 +27,7 @@ set(TENSORFS_PYTHON_FILES __init__.py __init__.pyi py.typed)
 foreach(file ${TENSORFS_PYTHON_FILES})
   configure_file(src/python/tensorfs/${file} ${TENSORFS_PYTHON_BUILD_DIR}/tensorfs/${file} COPYONLY)
 endforeach()
-# The distribution's metadata (name, version, licence), as importlib.metadata and pip read it.
+# The distribution's metadata (name, version, licence, Requires-Python, extras), as importlib.metadata and pip read
+# it; the wheel's METADATA is this file.
 set(TENSORFS_PYTHON_DIST_INFO tensorfs-${PROJECT_VERSION}.dist-info)
 configure_file(src/python/METADATA.in ${TENSORFS_PYTHON_BUILD_DIR}/${TENSORFS_PYTHON_DIST_INFO}/METADATA @ONLY)

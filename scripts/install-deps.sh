@@ -28,8 +28,9 @@ if [ "${1:-}" = "--image" ]; then
   packages+=(debootstrap podman runc)
 fi
 # pybind11-dev builds the Python module (src/python) for Debian's python3 (python3-dev: its headers); python3-pytest
-# runs its tests (tests/python).
-packages+=(pybind11-dev python3-dev python3-pytest)
+# runs its tests (tests/python). python3-pip makes the wheel (scripts/package.sh) and python3-venv the fresh venvs
+# that tests/packaging installs it into.
+packages+=(pybind11-dev python3-dev python3-pytest python3-pip python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

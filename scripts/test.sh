@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test: first the normal build (with Debian's flags, as
 # packaged), then the Debian package made from it (checked by lintian, installed, smoke-tested with the installed
-# binary, removed), then the whole suite again built with AddressSanitizer and UndefinedBehaviorSanitizer, then
-# the fuzzers. docs/ci.md says where the time goes.
+# binary, removed) and the Python wheel beside it (installed with pip in fresh venvs), then the whole suite again
+# built with AddressSanitizer and UndefinedBehaviorSanitizer, then the fuzzers. docs/ci.md says where the time goes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -23,6 +23,11 @@ rm -rf "$loaders_scratch"
 
 lintian --fail-on error,warning "$deb"
 scripts/package-smoke.sh "$deb"  # removes the package again: the tests below run the build folders' binaries
+# The Python wheel package.sh made beside the .deb, installed with pip in fresh venvs, and the source tree built and
+# installed by pip with a second Python where the machine has one (tests/packaging/test_install.py): once per run,
+# outside ctest, so that the sanitized suite does not compile the engine for it again. docs/ci.md has its time.
+TENSORFS_WHEEL=$(ls build/tensorfs-*.whl) /usr/bin/python3 -m pytest -q -p no:cacheprovider --durations=0 \
+  tests/packaging
 
 scripts/build.sh build-asan -DTENSORFS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 (cd build-asan && ctest --output-on-failure -j"$test_jobs")  # the sanitizers' options: tests/CMakeLists.txt

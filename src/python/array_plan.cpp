@@ -8,37 +8,35 @@ namespace tensorfs::python {
 namespace {
 
 // How each safetensors dtype (and PyTorch's complex128, which safetensors lacks) is an array: numpy's dtype ("" when
-// numpy has none), and torch's (an attribute of torch, which a given torch may lack) with the numpy dtype of the
-// same width that carries its bytes into torch.from_numpy.
+// numpy has none), and torch's (an attribute of torch, which a given torch may lack).
 struct DtypeRow {
     std::string_view safetensors;
     std::string_view numpy;
     std::string_view torch;
-    std::string_view torch_carrier;
     std::size_t bytes;
 };
 
 constexpr std::array<DtypeRow, 20> kDtypes{{
-    {"F64", "<f8", "float64", "<f8", 8},
-    {"F32", "<f4", "float32", "<f4", 4},
-    {"F16", "<f2", "float16", "<f2", 2},
-    {"BF16", "", "bfloat16", "<i2", 2},
-    {"I64", "<i8", "int64", "<i8", 8},
-    {"I32", "<i4", "int32", "<i4", 4},
-    {"I16", "<i2", "int16", "<i2", 2},
-    {"I8", "|i1", "int8", "|i1", 1},
-    {"U8", "|u1", "uint8", "|u1", 1},
-    {"BOOL", "|b1", "bool", "|b1", 1},
-    {"U16", "<u2", "uint16", "<i2", 2},
-    {"U32", "<u4", "uint32", "<i4", 4},
-    {"U64", "<u8", "uint64", "<i8", 8},
-    {"C64", "<c8", "complex64", "<c8", 8},
-    {"complex128", "<c16", "complex128", "<c16", 16},
-    {"F8_E4M3", "", "float8_e4m3fn", "|u1", 1},
-    {"F8_E5M2", "", "float8_e5m2", "|u1", 1},
-    {"F8_E4M3FNUZ", "", "float8_e4m3fnuz", "|u1", 1},
-    {"F8_E5M2FNUZ", "", "float8_e5m2fnuz", "|u1", 1},
-    {"F8_E8M0", "", "float8_e8m0fnu", "|u1", 1},
+    {"F64", "<f8", "float64", 8},
+    {"F32", "<f4", "float32", 4},
+    {"F16", "<f2", "float16", 2},
+    {"BF16", "", "bfloat16", 2},
+    {"I64", "<i8", "int64", 8},
+    {"I32", "<i4", "int32", 4},
+    {"I16", "<i2", "int16", 2},
+    {"I8", "|i1", "int8", 1},
+    {"U8", "|u1", "uint8", 1},
+    {"BOOL", "|b1", "bool", 1},
+    {"U16", "<u2", "uint16", 2},
+    {"U32", "<u4", "uint32", 4},
+    {"U64", "<u8", "uint64", 8},
+    {"C64", "<c8", "complex64", 8},
+    {"complex128", "<c16", "complex128", 16},
+    {"F8_E4M3", "", "float8_e4m3fn", 1},
+    {"F8_E5M2", "", "float8_e5m2", 1},
+    {"F8_E4M3FNUZ", "", "float8_e4m3fnuz", 1},
+    {"F8_E5M2FNUZ", "", "float8_e5m2fnuz", 1},
+    {"F8_E8M0", "", "float8_e8m0fnu", 1},
 }};
 
 const DtypeRow* row_of(std::string_view safetensors) {
@@ -59,7 +57,6 @@ std::optional<ArrayPlan> as_stored(const DtypeRow* row, Framework framework, con
         return plan;
     }
     if (!torch_has(row->torch)) return std::nullopt;
-    plan.numpy_dtype = row->torch_carrier;
     plan.torch_dtype = row->torch;
     return plan;
 }
@@ -69,19 +66,22 @@ ArrayPlan as_view(ValueView view, Framework framework) {
     ArrayPlan plan;
     plan.view = view;
     plan.item_bytes = bytes_per_value(view);
-    const bool torch = framework == Framework::Torch;
+    const auto dtype = [&](std::string_view numpy, std::string_view torch) {
+        if (framework == Framework::Torch) {
+            plan.torch_dtype = torch;
+        } else {
+            plan.numpy_dtype = numpy;
+        }
+    };
     switch (view) {
         case ValueView::F32:
-            plan.numpy_dtype = "<f4";
-            plan.torch_dtype = torch ? "float32" : "";
+            dtype("<f4", "float32");
             break;
         case ValueView::F16:
-            plan.numpy_dtype = "<f2";
-            plan.torch_dtype = torch ? "float16" : "";
+            dtype("<f2", "float16");
             break;
         case ValueView::BF16:
-            plan.numpy_dtype = torch ? "<i2" : "<u2";
-            plan.torch_dtype = torch ? "bfloat16" : "";
+            dtype("<u2", "bfloat16");
             break;
     }
     return plan;

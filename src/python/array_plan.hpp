@@ -19,8 +19,7 @@ std::optional<Framework> framework_named(std::string_view name);
 
 struct ArrayPlan {
     std::optional<ValueView> view;   // nullopt: the stored elements
-    std::string numpy_dtype;         // the numpy array's dtype ("<f4"); for torch, the numpy dtype of the same width
-                                     // that carries the bytes of an array over a mapping into torch.from_numpy
+    std::string numpy_dtype;         // numpy: the array's dtype ("<f4"); torch: ""
     std::string torch_dtype;         // torch: the tensor's dtype, an attribute of torch ("bfloat16"); numpy: ""
     std::size_t item_bytes = 0;
 };

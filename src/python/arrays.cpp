@@ -10,27 +10,69 @@ namespace py = pybind11;
 namespace tensorfs::python {
 namespace {
 
-std::vector<py::ssize_t> numpy_shape(const std::vector<std::uint64_t>& shape) {
-    std::vector<py::ssize_t> dims;
-    dims.reserve(shape.size());
-    for (const std::uint64_t dim : shape) {
-        if (dim > static_cast<std::uint64_t>(std::numeric_limits<py::ssize_t>::max())) {
-            throw py::value_error("a dimension of " + std::to_string(dim) + " is more than an array can have");
+// Bytes an array is laid over, and what keeps them: numpy.frombuffer and torch.frombuffer keep a reference to this
+// object (the array's base, the tensor's storage) while the array lives.
+class HeldMemory {
+public:
+    HeldMemory(std::shared_ptr<char> owner, const char* bytes, std::size_t size, bool writable)
+        : owner_(std::move(owner)), bytes_(bytes), size_(size), writable_(writable) {}
+
+    py::buffer_info buffer() const {
+        // Read-only unless writable: numpy then makes a read-only array. The bytes are never written through a
+        // read-only buffer.
+        return py::buffer_info(const_cast<char*>(bytes_), 1, py::format_descriptor<std::uint8_t>::format(),
+                               static_cast<py::ssize_t>(size_), !writable_);
+    }
+
+private:
+    std::shared_ptr<char> owner_;
+    const char* bytes_;
+    std::size_t size_;
+    bool writable_;
+};
+
+py::tuple python_shape(const std::vector<std::uint64_t>& shape) {
+    py::tuple dims(shape.size());
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (shape[i] > static_cast<std::uint64_t>(std::numeric_limits<py::ssize_t>::max())) {
+            throw py::value_error("a dimension of " + std::to_string(shape[i]) + " is more than an array can have");
         }
-        dims.push_back(static_cast<py::ssize_t>(dim));
+        dims[i] = py::int_(static_cast<py::ssize_t>(shape[i]));
     }
     return dims;
 }
 
-}  // namespace
-
-ArrayMaker::ArrayMaker(Framework framework) : framework_(framework) {
-    py::module_::import("numpy");
-    if (framework == Framework::Torch) torch_ = py::module_::import("torch");
+// The framework's module, imported now. When it is not installed (not when it fails inside), a ModuleNotFoundError
+// that names it, the framework that needs it and the interpreter that lacks it.
+py::module_ import_framework(const char* module, const char* framework) {
+    try {
+        return py::module_::import(module);
+    } catch (const py::error_already_set& error) {
+        if (!error.matches(PyExc_ModuleNotFoundError)) throw;
+        const py::object missing = py::getattr(error.value(), "name", py::none());
+        if (missing.is_none() || missing.cast<std::string>() != module) throw;
+        const std::string python = py::str(py::module_::import("sys").attr("executable"));
+        const std::string message = std::string("framework=\"") + framework + "\" needs " + module +
+                                    ", which is not installed for " + python + ": pip install " + module +
+                                    " (or tensorfs[" + module + "])";
+        PyErr_SetImportErrorSubclass(PyExc_ModuleNotFoundError, py::str(message).ptr(), py::str(module).ptr(),
+                                     nullptr);
+        throw py::error_already_set();
+    }
 }
 
+}  // namespace
+
+void add_array_types(py::module_& module) {
+    py::class_<HeldMemory>(module, "_HeldMemory", py::buffer_protocol()).def_buffer(&HeldMemory::buffer);
+}
+
+ArrayMaker::ArrayMaker(Framework framework)
+    : framework_(framework),
+      module_(framework == Framework::Torch ? import_framework("torch", "pt") : import_framework("numpy", "np")) {}
+
 bool ArrayMaker::torch_has(std::string_view dtype) const {
-    return !torch_.is_none() && py::hasattr(torch_, std::string(dtype).c_str());
+    return framework_ == Framework::Torch && py::hasattr(module_, std::string(dtype).c_str());
 }
 
 std::optional<ArrayPlan> ArrayMaker::plan(const Tensor& tensor, std::optional<ValueView> requested) const {
@@ -38,7 +80,7 @@ std::optional<ArrayPlan> ArrayMaker::plan(const Tensor& tensor, std::optional<Va
 }
 
 ArrayMaker::Allocated ArrayMaker::allocate(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape) const {
-    const std::vector<py::ssize_t> dims = numpy_shape(shape);
+    const py::tuple dims = python_shape(shape);
     std::uint64_t bytes = plan.item_bytes;
     for (const std::uint64_t dim : shape) bytes *= dim;
     if (bytes >= kLargeArray) {
@@ -48,31 +90,31 @@ ArrayMaker::Allocated ArrayMaker::allocate(const ArrayPlan& plan, const std::vec
         }
     }
     if (framework_ == Framework::Numpy) {
-        py::array array(py::dtype(plan.numpy_dtype), dims);
-        void* data = array.mutable_data();
-        return {std::move(array), data};
+        py::object array = module_.attr("empty")(dims, py::arg("dtype") = plan.numpy_dtype);
+        // Its elements' address, through the buffer protocol (a new array is C-contiguous and writable).
+        const py::buffer_info elements = py::reinterpret_borrow<py::buffer>(array).request(true);
+        return {std::move(array), elements.ptr};
     }
-    py::tuple size(dims.size());
-    for (std::size_t i = 0; i < dims.size(); ++i) size[i] = dims[i];
-    py::object tensor = torch_.attr("empty")(size, py::arg("dtype") = torch_.attr(plan.torch_dtype.c_str()));
+    py::object tensor = module_.attr("empty")(dims, py::arg("dtype") = module_.attr(plan.torch_dtype.c_str()));
     void* data = reinterpret_cast<void*>(tensor.attr("data_ptr")().cast<std::uintptr_t>());
     return {std::move(tensor), data};
 }
 
 py::object ArrayMaker::over(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape,
                             const std::shared_ptr<char>& memory, const char* bytes, bool writable) const {
-    // The capsule owns a reference to the memory: it goes when the last array over it does.
-    const py::capsule keeper(new std::shared_ptr<char>(memory),
-                             [](void* kept) { delete static_cast<std::shared_ptr<char>*>(kept); });
-    py::array array(py::dtype(plan.numpy_dtype), numpy_shape(shape), {}, bytes, keeper);
+    const py::tuple dims = python_shape(shape);
+    std::uint64_t size = plan.item_bytes;
+    for (const std::uint64_t dim : shape) size *= dim;
     if (framework_ == Framework::Numpy) {
-        if (!writable) array.attr("setflags")(py::arg("write") = false);
-        return array;
+        const py::object held = py::cast(HeldMemory(memory, bytes, static_cast<std::size_t>(size), writable));
+        return module_.attr("frombuffer")(held, py::arg("dtype") = plan.numpy_dtype).attr("reshape")(dims);
     }
-    py::object tensor = torch_.attr("from_numpy")(array);
-    const py::object dtype = torch_.attr(plan.torch_dtype.c_str());
-    if (!dtype.is(tensor.attr("dtype"))) tensor = tensor.attr("view")(dtype);
-    return tensor;
+    const py::object dtype = module_.attr(plan.torch_dtype.c_str());
+    // torch.frombuffer refuses an empty buffer.
+    if (size == 0) return module_.attr("empty")(dims, py::arg("dtype") = dtype);
+    // Writable: torch has no read-only tensors, and warns about a read-only buffer.
+    const py::object held = py::cast(HeldMemory(memory, bytes, static_cast<std::size_t>(size), true));
+    return module_.attr("frombuffer")(held, py::arg("dtype") = dtype).attr("reshape")(dims);
 }
 
 }  // namespace tensorfs::python

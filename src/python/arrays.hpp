@@ -1,5 +1,8 @@
 // The arrays the module returns, numpy arrays or torch tensors: either allocated, to be written once by the engine,
-// or laid over a mapping of the source file (for torch, through torch.from_numpy, which shares the memory).
+// or laid over memory the module holds (a mapping of the source file, or array_memory.hpp's pages). Both frameworks
+// are reached through their Python calls and the buffer protocol only (numpy.frombuffer, torch.frombuffer), never
+// pybind11's numpy API: torch tensors need no numpy, and the module works with numpy 1 and 2 alike (pybind11 before
+// 2.12 reads numpy 1's array descriptors, which numpy 2 changed).
 #pragma once
 
 #include <cstdint>
@@ -7,16 +10,20 @@
 #include <string_view>
 #include <vector>
 
-#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include "array_plan.hpp"
 
 namespace tensorfs::python {
 
+// The types the arrays need in the module (the memory torch.frombuffer and numpy.frombuffer lay arrays over):
+// called once when it is made.
+void add_array_types(pybind11::module_& module);
+
 class ArrayMaker {
 public:
-    // Imports numpy, and torch for Framework::Torch (an ImportError when it is missing).
+    // Imports the framework's module: numpy for Framework::Numpy, torch for Framework::Torch, and only that one. A
+    // missing one raises ModuleNotFoundError, naming it and how to install it.
     explicit ArrayMaker(Framework framework);
 
     Framework framework() const { return framework_; }
@@ -41,7 +48,7 @@ public:
 
 private:
     Framework framework_;
-    pybind11::object torch_;   // None for numpy
+    pybind11::object module_;   // numpy or torch
 };
 
 }  // namespace tensorfs::python

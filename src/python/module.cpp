@@ -48,7 +48,8 @@ std::optional<ValueView> requested_dtype(const py::handle& dtype) {
     } else if (py::str(dtype.get_type().attr("__module__")).cast<std::string>() == "torch") {
         name = py::str(dtype).cast<std::string>();   // "torch.bfloat16"
         if (name.starts_with("torch.")) name.erase(0, 6);
-    } else {
+    } else if (py::module_::import("sys").attr("modules").contains("numpy")) {
+        // A numpy dtype or type (numpy.float32), which only a process that imported numpy can hold.
         name = py::str(py::module_::import("numpy").attr("dtype")(dtype).attr("name")).cast<std::string>();
     }
     if (name == "f32" || name == "float32") return ValueView::F32;
@@ -69,8 +70,9 @@ std::shared_ptr<const Engine> open_model(const std::string& source, const Settin
 
 std::unique_ptr<SafeOpen> safe_open(const py::handle& source, const std::string& framework,
                                     const std::string& device, const py::handle& dtype, const py::kwargs& options) {
+    // The framework's module is imported by the first call that makes an array: keys(), metadata(), raw() and
+    // get_slice(...).get_shape() need neither numpy nor torch.
     const Framework chosen = framework_of(framework);
-    const ArrayMaker imports(chosen);   // an ImportError before anything is opened
     const auto requested = requested_dtype(dtype);
     if (chosen == Framework::Numpy && device != "cpu") {
         throw py::value_error("numpy arrays live on the CPU: device must be 'cpu', not '" + device + "'");
@@ -82,7 +84,7 @@ std::unique_ptr<SafeOpen> safe_open(const py::handle& source, const std::string&
 py::dict load(const py::handle& source, const std::string& framework, const py::handle& dtype,
               const py::handle& tensors, const py::kwargs& options) {
     const Framework chosen = framework_of(framework);
-    const ArrayMaker imports(chosen);
+    const ArrayMaker imports(chosen);   // a ModuleNotFoundError before anything is opened
     const auto requested = requested_dtype(dtype);
     const std::string glob = tensors.is_none() ? std::string() : name_from_python(tensors);
     const Settings settings = read_settings(options, "load");
@@ -163,6 +165,7 @@ PYBIND11_MODULE(_tensorfs, module) {
     module.doc() = "The native part of the tensorfs package: see help(tensorfs).";
     module.attr("__version__") = TENSORFS_VERSION;
     add_errors(module);
+    add_array_types(module);
 
     py::class_<SafeOpen>(module, "SafeOpen", R"doc(A SOURCE opened by tensorfs.safe_open: safetensors' safe_open object.
 
@@ -229,7 +232,8 @@ source: any SOURCE `tensorfs mount` takes: a .safetensors file, a .safetensors.i
   a split set), a PyTorch .bin/.pt/.pth (its pickle is never run), a .bin.index.json or a folder holding one of
   those, on the local disk, at an http(s):// URL, on the Hugging Face Hub (hf://ORG/REPO[@REVISION][/PATH],
   $HF_TOKEN) or in S3 (s3://BUCKET/KEY, s3://BUCKET/PREFIX/; keys as the AWS CLI reads them).
-framework: "pt" (or "torch") gives torch.Tensors, "np" (or "numpy") numpy.ndarrays.
+framework: "pt" (or "torch") gives torch.Tensors, "np" (or "numpy") numpy.ndarrays. Only that framework is needed,
+  when the first array is made: keys(), metadata(), raw(), files() and get_slice(...).get_shape() need neither.
 device: where torch tensors go ("cpu", "cuda:0"...); numpy only has "cpu".
 dtype: None keeps each tensor's stored dtype where the framework has it (quantized GGUF types, float8 in numpy,
   and torch's missing dtypes come back as float32); "f32", "bf16" or "f16" convert every floating tensor (quantized
