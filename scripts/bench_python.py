@@ -12,8 +12,8 @@ P5. a Q4_K GGUF (8 tensors of 16384 x 4096), every tensor as float32 with get_te
 P6. peak RSS of P1's load() (the process's peak less its size before the call) / the model's size + the cache budget
 Beside them, without targets, what bounds P2 and P3: the same loads without the disk cache (disk_cache_size=0), and
 (P2m) the model's size written into new memory, mapped and filled as the module's arrays are, which a load must do
-and one curl into /dev/null does not (docs/benchmarks.md, "What page cache costs on this machine"); (P3m) P3's curl
-with that write running beside it, on the same two cores.
+and one curl into /dev/null does not (docs/benchmarks-history.md, "What page cache costs on this machine"); (P3m) P3's
+curl with that write running beside it, on the same two cores.
 
 Each tensorfs figure is the time of the calls themselves, measured inside the process (the interpreter's start and
 imports are not counted; torch's import alone takes longer than some loads); the baselines are whole processes,
