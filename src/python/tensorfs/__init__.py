@@ -20,11 +20,12 @@ FileNotFoundError) for a source that does not exist; KeyError for an unknown ten
 unknown option. Licensed under the Apache License 2.0.
 """
 from tensorfs import _tensorfs
-from tensorfs._tensorfs import Error, SafeOpen, Slice, SourceNotFoundError, diff, info, load, safe_open
+from tensorfs._tensorfs import (Error, SafeOpen, Slice, SourceNotFoundError, diff, info, load, release_memory,
+                                safe_open)
 
 __version__ = _tensorfs.__version__
 __license__ = "Apache-2.0"
-__all__ = ["safe_open", "load", "info", "diff", "SafeOpen", "Slice", "Error", "SourceNotFoundError"]
+__all__ = ["safe_open", "load", "info", "diff", "release_memory", "SafeOpen", "Slice", "Error", "SourceNotFoundError"]
 
 # Shown as tensorfs.X (help(), repr(), tracebacks), where users find them.
 for _name in __all__:
