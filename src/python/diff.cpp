@@ -9,7 +9,6 @@
 #include "compare/diff_pairs.hpp"
 #include "compare/diff_rows.hpp"
 #include "interruptible.hpp"
-#include "python_errors.hpp"
 #include "python_values.hpp"
 #include "read_settings.hpp"
 
@@ -72,7 +71,8 @@ py::list diff(const py::handle& a, const py::handle& b, const std::string& names
         }
     });
     if (!glob.empty() && comparison->pairing.pairs.empty()) {
-        raise_error("no tensor of " + path_a + " or " + path_b + " matches tensors=" + glob);
+        // As load() says it of one source.
+        throw py::key_error("no tensor of " + path_a + " or " + path_b + " matches tensors=" + glob);
     }
     const compare::DiffReport report{*comparison->a, *comparison->b, comparison->pairing.mode, comparison->results};
     py::list rows;

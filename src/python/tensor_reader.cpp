@@ -157,7 +157,7 @@ TensorReader::TensorReader(std::shared_ptr<const Engine> model, Framework framew
 ArrayPlan TensorReader::plan(std::uint32_t tensor) const {
     const Tensor& t = model_->catalog().tensors[tensor];
     if (auto plan = maker_.plan(t, dtype_)) return *plan;
-    if (t.quantization) raise_error(single_line(t.name) + ": " + single_line(why_no_values(t)));
+    if (t.quantization) raise_error(ErrorKind::Unsupported, single_line(t.name) + ": " + single_line(why_no_values(t)));
     const std::string stored = stored_dtype_name(t);
     if (is_integer_dtype(stored)) {
         // Only a uint64 in a torch without uint64 (numpy has every integer dtype): never rounded unasked.
@@ -165,8 +165,9 @@ ArrayPlan TensorReader::plan(std::uint32_t tensor) const {
                              "(int64 and float32 cannot hold them all): dtype=\"f32\" gives them rounded, " +
                              "framework=\"np\" exact, raw() their bytes");
     }
-    raise_error(single_line(t.name) + ": its dtype " + stored + " has no float32 values and no " +
-                (maker_.framework() == Framework::Torch ? "torch" : "numpy") + " dtype; raw() gives its bytes");
+    raise_error(ErrorKind::Unsupported,
+                single_line(t.name) + ": its dtype " + stored + " has no float32 values and no " +
+                    (maker_.framework() == Framework::Torch ? "torch" : "numpy") + " dtype; raw() gives its bytes");
 }
 
 std::optional<py::object> TensorReader::mapped(std::uint32_t tensor, const ArrayPlan& plan, std::uint64_t first,

@@ -20,8 +20,10 @@ bool KeptBlocks::serve(std::uint64_t index, std::uint64_t from, std::size_t leng
         }
         if (found.wait_until(deadline) == std::future_status::timeout) {
             context_.no_answer();
-            throw IoError(object_.name(), "no answer within " + timeout_text(context_.timeout()) +
-                                     " (a fetch of these bytes is still under way)");
+            throw IoError(object_.name(),
+                          "no answer within " + timeout_text(context_.timeout()) +
+                              " (a fetch of these bytes is still under way)",
+                          ErrorKind::TimedOut);
         }
         BlockPtr block;
         try {
