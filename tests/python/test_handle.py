@@ -225,10 +225,14 @@ def test_a_folder_of_several_models_needs_model(tmp_path):
 
 def test_help_and_metadata_of_the_package():
     text = pydoc.render_doc(tensorfs)
-    for word in ("safe_open", "load", "info", "diff", "get_slice", "get_tensor", "SourceNotFoundError"):
+    for word in ("safe_open", "load", "info", "diff", "get_slice", "get_tensor", "offset_keys", "release_memory",
+                 "SourceNotFoundError"):
         assert word in text
     assert "Returns a SafeOpen" in pydoc.render_doc(tensorfs.safe_open)
     assert tensorfs.__license__ == "Apache-2.0"
     assert importlib.metadata.metadata("tensorfs")["License"] == "Apache-2.0"
     assert importlib.metadata.version("tensorfs") == tensorfs.__version__
-    assert tensorfs.safe_open.__module__ == "tensorfs"
+    assert tensorfs.safe_open.__module__ == "tensorfs" and tensorfs.release_memory.__module__ == "tensorfs"
+    stubs = os.path.join(os.path.dirname(tensorfs.__file__), "__init__.pyi")
+    with open(stubs) as f:
+        assert "def release_memory() -> int" in f.read()
