@@ -3,6 +3,7 @@
 // output between.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -34,8 +35,9 @@ struct TensorOutput {
 
 // Writes whole tensors, cut into pieces that up to `threads` threads write at once, in the order of the outputs
 // (so in the source's order when the outputs are), fetched as Fetch::Stream. When a piece fails, the others still
-// run; then the first failure is thrown (IoError).
+// run; then the first failure is thrown (IoError). Once `*stop` is set (a reader that gave up: Python's Ctrl-C),
+// the pieces not yet begun are skipped and the outputs are left incomplete.
 void write_tensors(const Catalog& catalog, const SourceFiles& files, std::span<const TensorOutput> outputs,
-                   unsigned threads);
+                   unsigned threads, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace tensorfs

@@ -102,7 +102,7 @@ void write_elements(const SourceFiles& files, const Tensor& tensor, std::optiona
 }
 
 void write_tensors(const Catalog& catalog, const SourceFiles& files, std::span<const TensorOutput> outputs,
-                   unsigned threads) {
+                   unsigned threads, const std::atomic<bool>* stop) {
     struct Piece {
         const TensorOutput* output;
         std::uint64_t first;
@@ -117,6 +117,7 @@ void write_tensors(const Catalog& catalog, const SourceFiles& files, std::span<c
         }
     }
     in_parallel(pieces.size(), threads, [&](std::size_t index) {
+        if (stop != nullptr && stop->load(std::memory_order_relaxed)) return;
         const Piece& piece = pieces[index];
         const Tensor& tensor = catalog.tensors[piece.output->tensor];
         auto* out = static_cast<std::uint8_t*>(piece.output->out) +
