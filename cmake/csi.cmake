@@ -27,9 +27,9 @@ target_link_libraries(csi_stubs PUBLIC gRPC::grpc++ protobuf::libprotobuf)
 file(GLOB TENSORFS_CSI_SOURCES CONFIGURE_DEPENDS src/csi/*.cpp)
 list(REMOVE_ITEM TENSORFS_CSI_SOURCES ${PROJECT_SOURCE_DIR}/src/csi/holder_main.cpp)
 add_executable(tensorfs-csi ${TENSORFS_CSI_SOURCES})
-target_compile_definitions(tensorfs-csi PRIVATE TENSORFS_VERSION="${PROJECT_VERSION}")
 # The engine's settings check a volume's options at publish as a mount will take them (volume_request.cpp).
-target_link_libraries(tensorfs-csi PRIVATE csi_stubs tensorfs_core nlohmann_json::nlohmann_json Threads::Threads)
+tensorfs_in_layer(tensorfs-csi csi)
+target_link_libraries(tensorfs-csi PRIVATE csi_stubs)
 
 # `tensorfs csi` finds the plugin beside itself (a build folder), else where it is installed, relative to itself.
 include(GNUInstallDirs)

@@ -18,9 +18,8 @@ file(GLOB TENSORFS_PYTHON_SOURCES CONFIGURE_DEPENDS src/python/*.cpp)
 pybind11_add_module(tensorfs_python MODULE NO_EXTRAS ${TENSORFS_PYTHON_SOURCES})
 set_target_properties(tensorfs_python PROPERTIES OUTPUT_NAME _tensorfs
   LIBRARY_OUTPUT_DIRECTORY ${TENSORFS_PYTHON_BUILD_DIR}/tensorfs)
-target_include_directories(tensorfs_python PRIVATE src)
-# The one engine, the same library the command links; its symbols stay inside the module.
-target_link_libraries(tensorfs_python PRIVATE tensorfs_core)
+# The one engine, the same libraries the command links; their symbols stay inside the module.
+tensorfs_in_layer(tensorfs_python python)
 target_link_options(tensorfs_python PRIVATE -Wl,--exclude-libs,ALL)
 
 set(TENSORFS_PYTHON_FILES __init__.py __init__.pyi py.typed)
