@@ -9,8 +9,8 @@ reaches no index to fetch a backend from.
 The module is built for the interpreter that runs this backend (sys.executable: a venv's own python, not
 /usr/bin/python3), against its headers, with Debian's pybind11 (pybind11-dev) and the Debian -dev packages that
 scripts/install-deps.sh installs; cmake 3.25 or later must be on PATH. The wheel holds the module with the engine
-(the engine's libraries, one per layer) linked in statically, and libfuse3, libcurl, libsimdjson, libcrypto, libexpat, zlib and libstdc++ linked
-dynamically from the system: a linux_x86_64 wheel for machines with those libraries (Debian 12 or alike), not a
+(its libraries, one per layer) linked in statically, and libfuse3, libcurl, libsimdjson, libcrypto, libexpat, zlib
+and libstdc++ linked dynamically from the system: a linux_x86_64 wheel for machines with those libraries (Debian 12 or alike), not a
 manylinux one.
 
 Config settings (pip: --config-settings KEY=VALUE, -C from pip 23.1 on; python -m build: -C KEY=VALUE):
