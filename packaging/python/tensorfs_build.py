@@ -10,8 +10,8 @@ The module is built for the interpreter that runs this backend (sys.executable: 
 /usr/bin/python3), against its headers, with Debian's pybind11 (pybind11-dev) and the Debian -dev packages that
 scripts/install-deps.sh installs; cmake 3.25 or later must be on PATH. The wheel holds the module with the engine
 (its libraries, one per layer) linked in statically, and libfuse3, libcurl, libsimdjson, libcrypto, libexpat, zlib
-and libstdc++ linked dynamically from the system: a linux_x86_64 wheel for machines with those libraries (Debian 12 or alike), not a
-manylinux one.
+and libstdc++ linked dynamically from the system: a linux_x86_64 wheel for machines with those libraries (Debian 12
+or alike), not a manylinux one.
 
 Config settings (pip: --config-settings KEY=VALUE, -C from pip 23.1 on; python -m build: -C KEY=VALUE):
   build-dir=PATH   build there and keep it (an incremental rebuild next time); by default, a temporary folder that
