@@ -17,8 +17,6 @@ namespace {
 
 // Output bytes load() writes between two returns to Python (to check for Ctrl-C): enough for every thread to stream.
 constexpr std::uint64_t kBatchBytes = std::uint64_t{1} << 30;
-// Output bytes of one piece of a slice: one exact request each, several in flight.
-constexpr std::uint64_t kPieceBytes = std::uint64_t{4} << 20;
 
 std::uint64_t output_bytes(const Tensor& tensor, const ArrayPlan& plan) { return tensor.elements * plan.item_bytes; }
 
@@ -162,40 +160,14 @@ py::object TensorReader::part(std::uint32_t tensor, const Selection& selection) 
         if (auto array = mapped(tensor, plan, run.first, run.count, selection.shape)) return *array;
     }
     ArrayMaker::Allocated array = maker_.allocate(plan, selection.shape);
-    const Tensor& quantized = model_->catalog().tensors[tensor];
-    if (quantized.quantization) {
-        write_quantized_part(quantized, plan, selection, static_cast<char*>(array.data));
-        return array.array;
-    }
-    // Pieces of at most kPieceBytes, cut at the tensor's block borders, each written where it goes in the array.
-    struct Piece {
-        std::uint64_t first;
-        std::uint64_t count;
-        char* out;
-    };
     const Tensor& t = model_->catalog().tensors[tensor];
-    const std::uint64_t per_block = t.type->block_elements;
-    const std::uint64_t per_piece = std::max<std::uint64_t>(1, kPieceBytes / plan.item_bytes / per_block) * per_block;
-    std::vector<Piece> pieces;
-    char* out = static_cast<char*>(array.data);
-    for (const ElementRun& run : selection.runs) {
-        for (std::uint64_t r = 0; r < run.repeat; ++r) {
-            const std::uint64_t begin = run.first + r * run.stride;
-            const std::uint64_t end = begin + run.count;
-            for (std::uint64_t at = begin; at < end;) {
-                const std::uint64_t border = std::min(end, (at / per_piece + 1) * per_piece);
-                pieces.push_back(Piece{at, border - at, out});
-                out += (border - at) * plan.item_bytes;
-                at = border;
-            }
-        }
+    if (t.quantization) {
+        write_quantized_part(t, plan, selection, static_cast<char*>(array.data));
+        return array.array;
     }
     {
         const py::gil_scoped_release unlocked;
-        in_parallel(pieces.size(), model_->threads(), [&](std::size_t index) {
-            const Piece& piece = pieces[index];
-            write_elements(model_->files(), t, plan.view, piece.first, piece.count, piece.out, Fetch::Exact);
-        });
+        write_element_runs(model_->files(), t, plan.view, selection.runs, array.data, model_->threads());
     }
     return array.array;
 }
