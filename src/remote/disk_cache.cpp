@@ -216,7 +216,8 @@ void DiskCache::write_queued() {
     for (;;) {
         queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;  // stopping, and nothing left
-        priority.follow(queue_bytes_, stopping_ || waiting_ > 0);
+        // Another process waiting for a block (fetch_locks.hpp) may wait for one of these.
+        priority.follow(queue_bytes_, stopping_ || waiting_ > 0 || fetch_locks_.someone_waits());
         Write next = std::move(queue_.front());
         queue_.pop_front();
         lock.unlock();

@@ -16,10 +16,12 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kLockFile = ".fetching";
-// A block's byte: 40 bits of its object's folder name, then 23 of its index (8 TiB of 1 MiB blocks; past that,
-// blocks share bytes). 63 bits in all: an offset must be positive.
+// A block's byte: 39 bits of its object's folder name, then 23 of its index (8 TiB of 1 MiB blocks; past that,
+// blocks share bytes). 62 bits in all: an offset must be positive, and the byte after them is the waiters'.
 constexpr unsigned kIndexBits = 23;
+constexpr unsigned kObjectBits = 39;
 constexpr unsigned kObjectHexDigits = 10;
+constexpr std::uint64_t kWaitersByte = std::uint64_t{1} << (kIndexBits + kObjectBits);
 // A waiter asks again after this, doubling up to the longest: a lock held for a whole fetch is asked about a few
 // times, and a block that lands is found within a few milliseconds.
 constexpr auto kFirstPause = std::chrono::microseconds(100);
@@ -30,6 +32,7 @@ std::uint64_t byte_of(const fs::path& object, std::uint64_t index) {
     std::uint64_t prefix = 0;
     // The folder's name is hex digits (disk_cache.cpp's hash_text); anything else shares the bytes of prefix 0.
     std::from_chars(name.data(), name.data() + std::min<std::size_t>(name.size(), kObjectHexDigits), prefix, 16);
+    prefix &= (std::uint64_t{1} << kObjectBits) - 1;
     return (prefix << kIndexBits) | (index & ((std::uint64_t{1} << kIndexBits) - 1));
 }
 
@@ -92,14 +95,40 @@ bool FetchLocks::held_elsewhere(const fs::path& object, std::uint64_t index) {
 
 bool FetchLocks::wait_while_held_elsewhere(const fs::path& object, std::uint64_t index,
                                            std::chrono::steady_clock::time_point deadline) {
+    if (!held_elsewhere(object, index)) return true;
+    count_waiter(true);
     std::chrono::steady_clock::duration pause = kFirstPause;
+    bool gone = false;
     for (;;) {
-        if (!held_elsewhere(object, index)) return true;
         const auto now = std::chrono::steady_clock::now();
-        if (now >= deadline) return false;
+        if (now >= deadline) break;
         std::this_thread::sleep_for(std::min(pause, deadline - now));
         pause = std::min<std::chrono::steady_clock::duration>(2 * pause, kLongestPause);
+        if (!held_elsewhere(object, index)) {
+            gone = true;
+            break;
+        }
     }
+    count_waiter(false);
+    return gone;
+}
+
+bool FetchLocks::someone_waits() {
+    const std::lock_guard guard(mutex_);
+    const int fd = file();
+    if (fd < 0) return false;
+    struct flock lock = byte_lock(F_WRLCK, kWaitersByte);
+    return ::fcntl(fd, F_OFD_GETLK, &lock) == 0 && lock.l_type != F_UNLCK;
+}
+
+void FetchLocks::count_waiter(bool waits) {
+    const std::lock_guard guard(mutex_);
+    const int fd = file();
+    if (fd < 0) return;
+    if (waits ? waiters_++ > 0 : --waiters_ > 0) return;
+    struct flock lock = byte_lock(waits ? F_RDLCK : F_UNLCK, kWaitersByte);
+    // A lock not taken only leaves the waited-for process's writer at its own priority.
+    ::fcntl(fd, F_OFD_SETLK, &lock);
 }
 
 void FetchLocks::unlock(std::uint64_t byte) {

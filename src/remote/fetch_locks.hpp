@@ -11,7 +11,9 @@
 // claims), so each is counted, and let go when its last holder is done.
 //
 // Waiting is polling (a few milliseconds apart at most): a lock cannot be waited for with a timeout, and a read waits
-// no longer than its deadline.
+// no longer than its deadline. A process that waits holds a shared lock on the file's last byte meanwhile, so that the
+// one it waits for writes its blocks at normal priority (someone_waits), not at the idle priority its disk cache's
+// writer keeps while no one needs its writes soon: the lock goes only once the block is written.
 #pragma once
 
 #include <chrono>
@@ -59,18 +61,24 @@ public:
     // does (this process's own locks do not count).
     bool wait_while_held_elsewhere(const std::filesystem::path& object, std::uint64_t index,
                                    std::chrono::steady_clock::time_point deadline);
+    // Whether another process waits for a block now (any block: it may wait for one of this process's).
+    bool someone_waits();
 
 private:
     friend class FetchLock;
     // The lock file, open; -1 when it cannot be. Called with mutex_ held.
     int file();
     void unlock(std::uint64_t byte);
+    // Counts a waiting thread of this process in (`waits`) or out: the first one in takes the waiters' shared lock,
+    // the last one out lets go of it.
+    void count_waiter(bool waits);
 
     const std::filesystem::path path_;
     std::mutex mutex_;
     int fd_ = -1;
     bool failed_ = false;  // the file could not be opened: no locks
     std::map<std::uint64_t, unsigned> held_;  // this process's locks, by byte: how many hold each
+    unsigned waiters_ = 0;                    // this process's threads in wait_while_held_elsewhere
 };
 
 }  // namespace tensorfs::remote

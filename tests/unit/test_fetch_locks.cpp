@@ -1,7 +1,7 @@
 // The fetch locks of the disk cache (src/remote/fetch_locks.hpp): one process at a time per block, counted within a
-// process, let go of when the process dies, and held by a queued block until it is on disk. Two FetchLocks of one
-// folder stand for two processes: each opens the lock file itself, and open file description locks of two opens
-// conflict as those of two processes do.
+// process, let go of when the process dies, held by a queued block until it is on disk, and waits seen by the others.
+// Two FetchLocks of one folder stand for two processes: each opens the lock file itself, and open file description
+// locks of two opens conflict as those of two processes do.
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
@@ -75,6 +75,25 @@ BOOST_AUTO_TEST_CASE(a_wait_ends_at_its_deadline_or_when_the_lock_goes) {
     std::thread holder([&held] { held.reset(); });
     BOOST_TEST(second.wait_while_held_elsewhere(kObject, 1, Clock::now() + 60s));
     holder.join();
+}
+
+BOOST_AUTO_TEST_CASE(a_process_sees_that_another_waits_until_the_wait_ends) {
+    const test::TempFolder folder;
+    FetchLocks first(folder.path());
+    FetchLocks second(folder.path());
+    HeldLock held = first.try_lock(kObject, 1);
+    BOOST_REQUIRE(held != nullptr);
+    BOOST_TEST(!first.someone_waits());
+    bool waited = false;
+    std::thread waiter([&] { waited = second.wait_while_held_elsewhere(kObject, 1, Clock::now() + 60s); });
+    const auto deadline = Clock::now() + 60s;
+    while (!first.someone_waits() && Clock::now() < deadline) std::this_thread::yield();
+    BOOST_TEST(first.someone_waits());
+    BOOST_TEST(!second.someone_waits());  // its own wait is no other's
+    held.reset();
+    waiter.join();
+    BOOST_TEST(waited);
+    BOOST_TEST(!first.someone_waits());
 }
 
 BOOST_AUTO_TEST_CASE(the_locks_of_a_process_that_dies_go_with_it) {
