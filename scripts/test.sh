@@ -23,9 +23,9 @@ rm -rf "$loaders_scratch"
 
 lintian --fail-on error,warning "$deb"
 scripts/package-smoke.sh "$deb"  # removes the package again: the tests below run the build folders' binaries
-# The Python wheel package.sh made beside the .deb, installed with pip in fresh venvs, and the source tree built and
-# installed by pip with a second Python where the machine has one (tests/packaging/test_install.py): once per run,
-# outside ctest, so that the sanitized suite does not compile the engine for it again. docs/ci.md has its time.
+# The Python wheel package.sh made beside the .deb, installed with pip in fresh venvs of Debian's Python, with and
+# without its numpy and torch (tests/packaging/test_install.py): once per run, outside ctest. pip building the
+# source for a second Python is scripts/check-pip-source, outside CI (one more compile: docs/ci.md).
 TENSORFS_WHEEL=$(ls build/tensorfs-*.whl) /usr/bin/python3 -m pytest -q -p no:cacheprovider --durations=0 \
   tests/packaging
 

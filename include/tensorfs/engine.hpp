@@ -42,7 +42,7 @@ struct EngineNeeds {
 
 class Engine {
 public:
-    // Opens `source` (a path, a URL, hf://, s3://) with `settings`, as a mount would. Throws InvalidSource as a
+    // Opens `source` (a path, a URL, hf://, s3://) with `settings`, as a mount would. Throws SourceError as a
     // mount would refuse it. A folder that holds several models, none picked (model=), opens with no model: its
     // catalog is empty and candidates() lists them (require_model() refuses it, for the front ends that need one).
     // Call without holding anything others wait for: it reads headers and may wait for a network.
@@ -58,7 +58,7 @@ public:
     const Catalog& catalog() const { return catalog_; }
     // The models of a folder that holds several, none picked; empty otherwise.
     const std::vector<ModelCandidate>& candidates() const { return candidates_; }
-    // Throws InvalidSource naming the candidates and how to pick one (`pick`: "--model PATH", "model=PATH") when the
+    // Throws SourceError naming the candidates and how to pick one (`pick`: "--model PATH", "model=PATH") when the
     // source is a folder of several models with none picked.
     void require_model(std::string_view pick) const;
     // The one message of a folder of several models: "holds N models (A, B); pick one with PICK, or name its file as

@@ -14,7 +14,7 @@
 
 namespace tensorfs {
 
-// Where SOURCE is: its folder, and the file it names there. Throws InvalidSource for a local path that names
+// Where SOURCE is: its folder, and the file it names there. Throws SourceError for a local path that names
 // nothing, or an address that does not parse; nothing is fetched yet.
 SourceLocation locate_source(const std::string& source, const SourceOptions& options);
 
@@ -27,7 +27,7 @@ struct ModelChoice {
     LookedUpFiles looked_up;                 // the files of the folder it looked for besides the weights (the config)
 };
 
-// Parses and checks every header rule. Throws InvalidSource listing the problems found (a remote source that
+// Parses and checks every header rule. Throws SourceError listing the problems found (a remote source that
 // cannot be reached, is not found or refuses the credentials is one such problem), and for a `model` outside the
 // folder or with a SOURCE that names a file.
 ModelChoice choose_model(const SourceLocation& location, const std::string& source, const std::string& model);

@@ -16,7 +16,7 @@ bool is_remote_source(const std::string& source);
 // SOURCE as /proc/mounts and messages may show it: a URL without the user name and password it may carry.
 std::string shown_source(const std::string& source);
 
-// The folder and file of a remote SOURCE. Throws InvalidSource for an address that does not parse; nothing is
+// The folder and file of a remote SOURCE. Throws SourceError for an address that does not parse; nothing is
 // fetched yet (opening files and listing the folder do that).
 SourceLocation resolve_remote(const std::string& source, const SourceOptions& options);
 

@@ -138,16 +138,16 @@ public:
     virtual std::string name() const = 0;
     virtual std::string name_of(const std::string& relative) const = 0;
 
-    // The file `relative`, opened; nullptr when the folder has no such file. Throws InvalidSource naming it when
+    // The file `relative`, opened; nullptr when the folder has no such file. Throws SourceError naming it when
     // it exists but cannot be opened (no permission, not a regular file, a server error).
     virtual std::shared_ptr<const SourceObject> open_if_exists(const std::string& relative) const = 0;
 
-    // The names of the regular files directly in this folder, sorted. Throws InvalidSource when the folder cannot
+    // The names of the regular files directly in this folder, sorted. Throws SourceError when the folder cannot
     // be listed (a plain web server has no listing).
     virtual std::vector<std::string> list() const = 0;
 
     // Every regular file under this folder, its subfolders' too: '/'-separated paths relative to it, sorted. Throws
-    // InvalidSource when the folder cannot be listed, as list() does.
+    // SourceError when the folder cannot be listed, as list() does.
     virtual std::vector<std::string> list_all() const = 0;
 
     // How many files are best opened and read at once: headers of many shards are read in parallel, and a remote

@@ -51,7 +51,7 @@ struct DirEntry {
 class Tree {
 public:
     // `model_safetensors`: whether the root shows model.safetensors (a ModelExport that is available). `folder`:
-    // the side files and source/ of the root (none without it). Throws InvalidSource when two tensors would get the
+    // the side files and source/ of the root (none without it). Throws SourceError when two tensors would get the
     // same directory name or a name is empty. `catalog` and `folder` must outlive the tree.
     explicit Tree(const Catalog& catalog, bool model_safetensors = false, const ModelFolder* folder = nullptr);
 

@@ -110,7 +110,7 @@ int diff_command(const Arguments& args) {
         const int status = run_diff(parsed);
         if (std::fflush(stdout) == 0) return status;
         failure("cannot write the report");
-    } catch (const InvalidSource& invalid) {
+    } catch (const SourceError& invalid) {
         for (const auto& problem : invalid.problems()) std::fprintf(stderr, "%s\n", problem.line().c_str());
     } catch (const std::exception& error) {
         failure(error.what());

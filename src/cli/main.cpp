@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
         // Before the daemon forks (it is this process): the copies above are what the commands read.
         hide_secrets_from_ps(argc, argv);
         return run(arguments);
-    } catch (const tensorfs::InvalidSource& invalid) {
+    } catch (const tensorfs::SourceError& invalid) {
         // Each problem is already a full `tensorfs: FILE: WHAT` line.
         for (const auto& problem : invalid.problems()) std::fprintf(stderr, "%s\n", problem.line().c_str());
         return 1;

@@ -68,7 +68,7 @@ int validate_command(const Arguments& args) {
         engine.require_model(kModelFlag);
         const Catalog& catalog = engine.catalog();
         if (std::vector<Problem> problems = quantization_problems(engine); !problems.empty()) {
-            throw InvalidSource(std::move(problems));
+            throw SourceError(std::move(problems));
         }
         if (json) {
             print_json(source, &catalog, {});
@@ -77,7 +77,7 @@ int validate_command(const Arguments& args) {
                         catalog.tensors.size(), catalog.files.size());
         }
         return 0;
-    } catch (const InvalidSource& invalid) {
+    } catch (const SourceError& invalid) {
         if (json) {
             print_json(source, nullptr, invalid.problems());
         } else {

@@ -19,7 +19,7 @@ namespace tensorfs::compare {
 
 // One side of a diff: its SOURCE, parsed, and read as a mount would.
 struct DiffSide {
-    // Throws InvalidSource as `tensorfs cat SOURCE` would (settings.model picks one model of a folder of several;
+    // Throws SourceError as `tensorfs cat SOURCE` would (settings.model picks one model of a folder of several;
     // `pick` says how, in the front end's words). `decoded_budget`: the side's share of the memory for decoded
     // values.
     DiffSide(const std::string& source, const Settings& settings, std::uint64_t decoded_budget, std::string_view pick)

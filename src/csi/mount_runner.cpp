@@ -7,7 +7,7 @@
 
 #include <sys/socket.h>
 
-#include <array>
+#include <string_view>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "holder_protocol.hpp"
+#include "tensorfs/mount_failure.hpp"
 
 extern char** environ;
 
@@ -22,24 +23,6 @@ namespace tensorfs::csi {
 namespace {
 
 constexpr std::size_t kMostMessageBytes = 4096;
-
-// What tensorfs says when the SOURCE (a file, a repository, a bucket, a key) is not there, in each of its sources.
-constexpr std::array<std::string_view, 7> kMissing = {
-    "no such file", "HTTP 404", "HTTP 410", "NoSuchKey", "NoSuchBucket", "no such repository", "there is no bucket"};
-// ... when the server refuses the credentials (or their absence) ...
-constexpr std::array<std::string_view, 7> kRefused = {"HTTP 401",           "HTTP 403",          "AccessDenied",
-                                                      "SignatureDoesNotMatch", "InvalidAccessKeyId", "InvalidToken",
-                                                      "ExpiredToken"};
-// ... and when the server cannot be reached at all.
-constexpr std::array<std::string_view, 3> kUnreachable = {"cannot connect", "cannot resolve host", "timed out"};
-
-template <std::size_t N>
-bool says_any(const std::string& message, const std::array<std::string_view, N>& phrases) {
-    for (const auto phrase : phrases) {
-        if (message.find(phrase) != std::string::npos) return true;
-    }
-    return false;
-}
 
 // tensorfs's stderr as one line: its lines joined with "; ".
 std::string one_line(std::string text) {
@@ -50,21 +33,40 @@ std::string one_line(std::string text) {
     return text.empty() ? "tensorfs mount said nothing" : text;
 }
 
-grpc::Status status_of(int wait_status, const std::string& said) {
-    const std::string message = one_line(said);
-    if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0) return grpc::Status::OK;
-    if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 1) {
-        if (says_any(message, kRefused)) return {grpc::StatusCode::PERMISSION_DENIED, message};
-        if (says_any(message, kMissing)) return {grpc::StatusCode::NOT_FOUND, message};
-        if (says_any(message, kUnreachable)) return {grpc::StatusCode::UNAVAILABLE, message};
-        return {grpc::StatusCode::INVALID_ARGUMENT, message};
+// The gRPC code of a kind of error: kubelet retries them all, and shows the message in the pod's events.
+grpc::StatusCode code_of(ErrorKind kind) {
+    switch (kind) {
+        case ErrorKind::NotFound: return grpc::StatusCode::NOT_FOUND;
+        case ErrorKind::Permission: return grpc::StatusCode::PERMISSION_DENIED;
+        case ErrorKind::Unavailable:
+        case ErrorKind::TimedOut: return grpc::StatusCode::UNAVAILABLE;
+        case ErrorKind::InvalidSource:
+        case ErrorKind::Unsupported: return grpc::StatusCode::INVALID_ARGUMENT;
+        case ErrorKind::Io: break;
     }
+    return grpc::StatusCode::INTERNAL;
+}
+
+grpc::Status status_of(int wait_status, const std::string& said) {
+    if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0) return grpc::Status::OK;
+    // The source's refusal, in the form made for the plugin (mount_failure.hpp).
+    std::size_t start = 0;
+    while (start < said.size()) {
+        std::size_t end = said.find('\n', start);
+        if (end == std::string::npos) end = said.size();
+        if (const auto failure = read_failure_record(std::string_view(said).substr(start, end - start))) {
+            return {code_of(failure->kind), failure->message};
+        }
+        start = end + 1;
+    }
+    const std::string message = one_line(said);
+    // Exit status 1 without a record: the arguments the plugin gave (tensorfs's usage errors).
+    if (WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 1) return {grpc::StatusCode::INVALID_ARGUMENT, message};
     if (WIFSIGNALED(wait_status)) {
         return {grpc::StatusCode::INTERNAL, "tensorfs mount ended by signal " + std::to_string(WTERMSIG(wait_status))};
     }
     return {grpc::StatusCode::INTERNAL, message};
 }
-
 
 bool names_remote_source(const std::string& source) {
     return source.find("://") != std::string::npos;

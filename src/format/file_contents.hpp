@@ -28,7 +28,7 @@ inline void append_new_key(nlohmann::ordered_json& object, const std::string& ke
 }
 
 // Reads one file of a format with bounded reads, adding one problem (naming the file) per broken rule; nullopt
-// when any rule broke. It may also throw InvalidSource for a rule that ends the reading. `parallel_reads`: how
+// when any rule broke. It may also throw SourceError for a rule that ends the reading. `parallel_reads`: how
 // many reads of this file it may have in flight at once (see SourceFolder::parallel_reads).
 using FileReader =
     std::function<std::optional<FileContents>(const SourceObject& file, unsigned parallel_reads, Problems& problems)>;

@@ -1,6 +1,6 @@
 // Entry points of the format parsers, used by open_source.cpp to assemble a Catalog. Files are named relative to
 // the folder that holds the source (SourceFile::display keeps those names).
-// Every function throws InvalidSource (with all the problems it found) on a source that breaks a rule.
+// Every function throws SourceError (with all the problems it found) on a source that breaks a rule.
 #pragma once
 
 #include <string>

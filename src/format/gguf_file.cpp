@@ -43,11 +43,15 @@ std::uint32_t read_version(HeaderReader& reader) {
     const auto version = reader.read<std::uint32_t>("the version");
     if (version == 2 || version == 3) return version;
     const std::string number = "GGUF version " + std::to_string(version);
-    if (version == 1) reader.fail(number + " is obsolete and not supported; only versions 2 and 3 are", at);
-    if (version != 0 && (version & 0xFFFF) == 0) {
-        reader.fail(number + " looks like a big-endian file; only little-endian versions 2 and 3 are supported", at);
+    constexpr ErrorKind kUnsupported = ErrorKind::Unsupported;
+    if (version == 1) {
+        reader.fail(number + " is obsolete and not supported; only versions 2 and 3 are", at, kUnsupported);
     }
-    reader.fail(number + " is not supported; only versions 2 and 3 are", at);
+    if (version != 0 && (version & 0xFFFF) == 0) {
+        reader.fail(number + " looks like a big-endian file; only little-endian versions 2 and 3 are supported", at,
+                    kUnsupported);
+    }
+    reader.fail(number + " is not supported; only versions 2 and 3 are", at, kUnsupported);
 }
 
 // Reads one count field and checks that the rest of the file can hold that many items of at least `min_bytes`.
@@ -250,10 +254,10 @@ GgufFile read_gguf_file(std::shared_ptr<const SourceObject> file) {
     Problems problems;
     try {
         return read_file(std::move(file), problems);
-    } catch (const InvalidSource& stopped) {
+    } catch (const SourceError& stopped) {
         // What stopped the reading comes after what was found before it (throw_if_any leaves `problems` empty).
         if (problems.empty()) throw;
-        for (const auto& problem : stopped.problems()) problems.add(problem.file, problem.what, problem.at_byte);
+        problems.add_all(stopped);
         problems.throw_if_any();
         throw;
     }

@@ -22,7 +22,7 @@ struct GgufFile {
     std::vector<Tensor> tensors;    // in file order; offsets absolute, `file` left 0 for the caller to set
 };
 
-// Reads and checks `file`. Throws InvalidSource with every problem found: what stops the reading
+// Reads and checks `file`. Throws SourceError with every problem found: what stops the reading
 // (bad magic, unsupported version, a count or length the file cannot hold, a truncated header) alone, the
 // others (duplicate names, bad shapes or types, misplaced data) all together.
 GgufFile read_gguf_file(std::shared_ptr<const SourceObject> file);

@@ -37,7 +37,7 @@ Metadata read_metadata(HeaderReader& reader, std::uint64_t count, Problems& prob
 // value byte): a count of pairs larger than remaining bytes / this cannot be true.
 inline constexpr std::uint64_t kMinKeyValueBytes = 8 + 1 + 4 + 1;
 
-// An integer scalar of `metadata` (any GGUF integer type); nullopt when the key is absent. Throws InvalidSource
+// An integer scalar of `metadata` (any GGUF integer type); nullopt when the key is absent. Throws SourceError
 // naming the key when it holds something else.
 std::optional<std::int64_t> integer_value(const Metadata& metadata, const std::string& key, const std::string& file);
 

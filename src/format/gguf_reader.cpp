@@ -22,7 +22,9 @@ constexpr std::uint64_t kMaxStringBytes = std::uint64_t{1} << 30;
 HeaderReader::HeaderReader(const SourceObject& file)
     : file_(file), size_(file.size()), next_window_bytes_(kFirstWindowBytes) {}
 
-void HeaderReader::fail(const std::string& what, std::uint64_t at_byte) const { throw_problem(path(), what, at_byte); }
+void HeaderReader::fail(const std::string& what, std::uint64_t at_byte, ErrorKind kind) const {
+    throw SourceError({Problem{path(), what, at_byte, kind}});
+}
 
 std::string HeaderReader::read_string(std::string_view what) {
     const std::uint64_t at = position_;

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tensorfs/errors.hpp"
 #include "tensorfs/source_object.hpp"
 
 namespace tensorfs::gguf {
@@ -42,8 +43,10 @@ public:
     // Moves to `position` (at most the file size); used to step over the padding before the data section.
     void seek(std::uint64_t position, std::string_view what);
 
-    // Throws InvalidSource for this file: `what` (at byte `at_byte`).
-    [[noreturn]] void fail(const std::string& what, std::uint64_t at_byte) const;
+    // Throws SourceError for this file: `what` (at byte `at_byte`); of kind Unsupported for a valid file of a
+    // variant tensorfs does not read.
+    [[noreturn]] void fail(const std::string& what, std::uint64_t at_byte,
+                           ErrorKind kind = ErrorKind::InvalidSource) const;
 
 private:
     void copy(void* dst, std::uint64_t length, std::string_view what);

@@ -130,8 +130,8 @@ std::vector<GgufFile> read_split_parts(GgufFile given, const SourceFolder& folde
                 return;
             }
             parts[index] = std::move(file);
-        } catch (const InvalidSource& invalid) {
-            for (const auto& problem : invalid.problems()) problems.add(problem.file, problem.what, problem.at_byte);
+        } catch (const SourceError& invalid) {
+            problems.add_all(invalid);
         }
     });
     Problems problems;

@@ -29,7 +29,7 @@ std::string split_file_name(std::string_view prefix, std::uint64_t part, std::ui
 bool is_split_part(const GgufFile& file, const std::string& path);
 
 // Every part of the split set that `given` (the file `given_name` of `folder`) belongs to, read, checked and in
-// order; the other parts are read in parallel. Throws InvalidSource naming the file when a part is missing,
+// order; the other parts are read in parallel. Throws SourceError naming the file when a part is missing,
 // belongs to another set, or when the parts' tensors do not add up to split.tensors.count.
 std::vector<GgufFile> read_split_parts(GgufFile given, const SourceFolder& folder, const std::string& given_name);
 

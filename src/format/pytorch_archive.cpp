@@ -48,8 +48,9 @@ public:
     }
 
 private:
-    [[noreturn]] void fail(const std::string& what, std::optional<std::uint64_t> at = std::nullopt) {
-        throw InvalidSource({Problem{file_.name(), what, at}});
+    [[noreturn]] void fail(const std::string& what, std::optional<std::uint64_t> at = std::nullopt,
+                           ErrorKind kind = ErrorKind::InvalidSource) {
+        throw SourceError({Problem{file_.name(), what, at, kind}});
     }
 
     // torch takes the folder from the first entry's name, and looks every record up in it.
@@ -95,7 +96,7 @@ private:
         const std::string order = zip::read_stored_entry(file_, *entry, kMaxRecordBytes, "the byteorder record");
         if (order == "big") {
             fail("storages are big-endian (byteorder record \"big\"); only little-endian checkpoints are read",
-                 entry->data_offset);
+                 entry->data_offset, ErrorKind::Unsupported);
         }
         if (order != "little") {
             fail("byteorder record " + gguf::in_quotes(order) + " is neither \"little\" nor \"big\"", entry->data_offset);

@@ -113,9 +113,10 @@ private:
             const pickle::Value& value = info.objects[items[i + 1]];
             if (key.kind == pickle::Kind::String && info.objects.text(key) == "little_endian" &&
                 value.kind == pickle::Kind::Bool && value.integer == 0) {
-                refuse("storages are big-endian (system info little_endian=False); only little-endian checkpoints "
-                       "are read",
-                       at);
+                problems_.add_unsupported(file_.name(),
+                                          "storages are big-endian (system info little_endian=False); only "
+                                          "little-endian checkpoints are read",
+                                          at);
                 return false;
             }
         }

@@ -19,10 +19,8 @@ std::vector<Shard> read_shards(const SourceFolder& folder, const std::vector<std
         try {
             shard.file = folder.open_if_exists(shard.name);
             if (shard.file != nullptr) shard.contents = reader(*shard.file, per_file, shard.problems);
-        } catch (const InvalidSource& invalid) {
-            for (const auto& problem : invalid.problems()) {
-                shard.problems.add(problem.file, problem.what, problem.at_byte);
-            }
+        } catch (const SourceError& invalid) {
+            shard.problems.add_all(invalid);
         }
     });
     return shards;

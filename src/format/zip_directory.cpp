@@ -48,7 +48,7 @@ public:
 
 private:
     [[noreturn]] void fail(const std::string& what, std::optional<std::uint64_t> at) const {
-        throw InvalidSource({Problem{file_.name(), what, at}});
+        throw SourceError({Problem{file_.name(), what, at}});
     }
 
     std::string read(std::uint64_t offset, std::uint64_t length, const char* what) const {
@@ -297,7 +297,7 @@ std::string read_stored_entry(const SourceObject& file, const Entry& entry, std:
                               std::string_view what) {
     const std::string name = std::string(what) + " " + gguf::in_quotes(entry.name);
     const auto fail = [&](const std::string& problem, std::uint64_t at) {
-        throw InvalidSource({Problem{file.name(), name + problem, at}});
+        throw SourceError({Problem{file.name(), name + problem, at}});
     };
     if (!entry.stored()) {
         fail(" is compressed (" + method_name(entry.method) + "); only stored entries are read, as torch.save writes them",

@@ -29,13 +29,13 @@ struct Entry {
 // Reads and checks the directory of `file`: end records where they say, every central directory record whole,
 // no name twice, each local header where the central directory puts it and naming the same entry, and entries
 // that neither overlap each other nor the central directory. Local headers are read with up to
-// `parallel_reads` reads in flight. Throws InvalidSource naming the file (at the byte that breaks a rule).
+// `parallel_reads` reads in flight. Throws SourceError naming the file (at the byte that breaks a rule).
 std::vector<Entry> read_directory(const SourceObject& file, unsigned parallel_reads);
 
 // A human name of a compression method ("deflate"), for messages.
 std::string method_name(std::uint16_t method);
 
-// The bytes of a stored entry of at most `max_bytes`, checked against its CRC-32. Throws InvalidSource naming the
+// The bytes of a stored entry of at most `max_bytes`, checked against its CRC-32. Throws SourceError naming the
 // file and `what` the entry is ("the pickle").
 std::string read_stored_entry(const SourceObject& file, const Entry& entry, std::uint64_t max_bytes,
                               std::string_view what);

@@ -28,6 +28,7 @@
 
 #include "daemon.hpp"
 #include "fuse_ops.hpp"
+#include "tensorfs/mount_failure.hpp"
 #include "remote/log.hpp"
 #include "remote/secrets.hpp"
 #include "request_loop.hpp"
@@ -155,6 +156,12 @@ void warn_if_readahead_cut(const Engine& engine) {
                  mib(engine.settings().source.readahead), mib(*limit), mib(engine.settings().budget()));
 }
 
+// A mount for the CSI plugin says why it failed in the form made for it (mount_failure.hpp).
+int say_failure(const MountFailure& failure) {
+    std::fprintf(stderr, "%s\n", failure_record(failure).c_str());
+    return 1;
+}
+
 }  // namespace
 
 int run_mount(const MountOptions& options) {
@@ -168,8 +175,16 @@ int run_mount(const MountOptions& options) {
         needs.export_dtype = options.settings.export_dtype;
         needs.mount_root = true;
         engine = std::make_unique<Engine>(options.source, options.settings, needs);
-    } catch (const InvalidSource& invalid) {
-        for (const auto& problem : invalid.problems()) std::fprintf(stderr, "%s\n", problem.line().c_str());
+    } catch (const SourceError& refused) {
+        if (!options.settings.csi_volume.empty()) {
+            return say_failure({refused.kind(), "tensorfs: " + refused.summary()});
+        }
+        for (const auto& problem : refused.problems()) std::fprintf(stderr, "%s\n", problem.line().c_str());
+        return 1;
+    } catch (const IoError& failed) {
+        const std::string message = "tensorfs: " + single_line(failed.what());
+        if (!options.settings.csi_volume.empty()) return say_failure({failed.kind(), message});
+        std::fprintf(stderr, "%s\n", message.c_str());
         return 1;
     }
     if (engine->settings().readahead_given) warn_if_readahead_cut(*engine);

@@ -44,7 +44,7 @@ public:
         while (length > 0) {
             const ssize_t got = ::pread(fd_, out, length, static_cast<off_t>(offset));
             if (got < 0 && errno == EINTR) continue;
-            if (got < 0) throw IoError(name(), std::strerror(errno));
+            if (got < 0) throw IoError(name(), std::strerror(errno), kind_of_errno(errno));
             if (got == 0) throw IoError(name(), "file is shorter than when it was opened");
             out += got;
             offset += static_cast<std::uint64_t>(got);
@@ -71,7 +71,7 @@ public:
     const char* mapped(std::uint64_t offset, std::size_t length) const override {
         if (mapping_ == nullptr || offset > size() || length > size() - offset) return nullptr;
         struct stat st {};
-        if (::fstat(fd_, &st) != 0) throw IoError(name(), std::strerror(errno));
+        if (::fstat(fd_, &st) != 0) throw IoError(name(), std::strerror(errno), kind_of_errno(errno));
         if (static_cast<std::uint64_t>(st.st_size) < offset + length) {
             throw IoError(name(), "file is shorter than when it was opened");
         }
@@ -108,12 +108,15 @@ std::shared_ptr<const SourceObject> LocalFolder::open_if_exists(const std::strin
     const std::string name = name_of(relative);
     const int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT) return nullptr;
-    if (fd < 0) throw_problem(name, std::string("cannot open: ") + std::strerror(errno));
+    if (fd < 0) {
+        const int error = errno;
+        throw_source_error(kind_of_errno(error), name, std::string("cannot open: ") + std::strerror(error));
+    }
     struct stat status {};
     if (::fstat(fd, &status) != 0) {
         const int error = errno;
         ::close(fd);
-        throw_problem(name, std::string("cannot stat: ") + std::strerror(error));
+        throw_source_error(kind_of_errno(error), name, std::string("cannot stat: ") + std::strerror(error));
     }
     if (!S_ISREG(status.st_mode)) {
         ::close(fd);
@@ -130,7 +133,9 @@ std::vector<std::string> LocalFolder::list() const {
         std::error_code entry_error;  // a dangling symlink is no regular file, not a reason to refuse the folder
         if (entry.is_regular_file(entry_error)) names.push_back(entry.path().filename().string());
     }
-    if (error) throw_problem(folder.string(), "cannot list folder: " + error.message());
+    if (error) {
+        throw_source_error(kind_of_errno(error.value()), folder.string(), "cannot list folder: " + error.message());
+    }
     std::sort(names.begin(), names.end());
     return names;
 }
@@ -153,7 +158,9 @@ std::vector<std::string> LocalFolder::list_all() const {
             paths.push_back(walk->path().lexically_relative(folder).generic_string());
         }
     }
-    if (error) throw_problem(folder.string(), "cannot list folder: " + error.message());
+    if (error) {
+        throw_source_error(kind_of_errno(error.value()), folder.string(), "cannot list folder: " + error.message());
+    }
     std::sort(paths.begin(), paths.end());
     return paths;
 }

@@ -138,7 +138,8 @@ py::list diff(const py::handle& a, const py::handle& b, const std::string& names
         pairing = compare::pair_tensors(side_a->catalog(), side_b->catalog(), mode, glob);
     }
     if (!glob.empty() && pairing.pairs.empty()) {
-        raise_error("no tensor of " + path_a + " or " + path_b + " matches tensors=" + glob);
+        // As load() says it of one source.
+        throw py::key_error("no tensor of " + path_a + " or " + path_b + " matches tensors=" + glob);
     }
     compare::DiffReport report{*side_a, *side_b, pairing.mode, {}};
     report.results.reserve(pairing.pairs.size());

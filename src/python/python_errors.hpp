@@ -1,16 +1,21 @@
-// tensorfs.Error (an OSError, with the message the command prints) and tensorfs.SourceNotFoundError (also a
-// FileNotFoundError), and the translation of the engine's exceptions into them.
+// tensorfs.Error (an OSError, with the message the command prints) and a subclass for each kind of error
+// (SourceNotFoundError is also a FileNotFoundError, AccessDeniedError a PermissionError...), with errno, filename and
+// strerror set; and the translation of the engine's exceptions into them.
 #pragma once
+
+#include <string>
 
 #include <pybind11/pybind11.h>
 
+#include "tensorfs/errors.hpp"
+
 namespace tensorfs::python {
 
-// Creates both exception classes in `module` and registers the translation of InvalidSource, IoError and the other
+// Creates the exception classes in `module` and registers the translation of SourceError, IoError and the other
 // std::runtime_errors the engine throws.
 void add_errors(pybind11::module_& module);
 
-// Raises tensorfs.Error with `message` (for a refusal of the module's own, such as a folder of several models).
-[[noreturn]] void raise_error(const std::string& message);
+// Raises the class of `kind` with `message` (for a refusal of the module's own, such as a tensor without values).
+[[noreturn]] void raise_error(ErrorKind kind, const std::string& message, const std::string& filename = {});
 
 }  // namespace tensorfs::python

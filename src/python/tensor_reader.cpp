@@ -29,9 +29,10 @@ TensorReader::TensorReader(std::shared_ptr<const Engine> model, Framework framew
 ArrayPlan TensorReader::plan(std::uint32_t tensor) const {
     const Tensor& t = model_->catalog().tensors[tensor];
     if (auto plan = maker_.plan(t, dtype_)) return *plan;
-    if (t.quantization) raise_error(single_line(t.name) + ": " + single_line(why_no_values(t)));
-    raise_error(single_line(t.name) + ": its dtype " + std::string(t.type->name) + " has no float32 values and no " +
-                (maker_.framework() == Framework::Torch ? "torch" : "numpy") + " dtype; raw() gives its bytes");
+    if (t.quantization) raise_error(ErrorKind::Unsupported, single_line(t.name) + ": " + single_line(why_no_values(t)));
+    raise_error(ErrorKind::Unsupported,
+                single_line(t.name) + ": its dtype " + std::string(t.type->name) + " has no float32 values and no " +
+                    (maker_.framework() == Framework::Torch ? "torch" : "numpy") + " dtype; raw() gives its bytes");
 }
 
 std::optional<py::object> TensorReader::mapped(std::uint32_t tensor, const ArrayPlan& plan, std::uint64_t first,

@@ -65,7 +65,7 @@ struct AwsSettings {
 using Environment = std::function<std::optional<std::string>(const std::string&)>;
 
 // The settings for this process's environment and the secrets given to it (credential_variable, secrets.hpp).
-// Throws InvalidSource, naming the file or the variable, when a profile named by AWS_PROFILE does not exist, when
+// Throws SourceError, naming the file or the variable, when a profile named by AWS_PROFILE does not exist, when
 // only half of a key pair is given, or when a file cannot be read.
 AwsSettings read_aws_settings();
 AwsSettings read_aws_settings(const Environment& environment);

@@ -169,7 +169,7 @@ void AwsCredentialSource::follow_secrets() {
     AwsSettings settings;
     try {
         settings = read_aws_settings();
-    } catch (const InvalidSource& invalid) {
+    } catch (const SourceError& invalid) {
         settings.region = settings_.region;
         const auto& problems = invalid.problems();
         settings.incomplete_source = problems.empty() ? invalid.what() : problems.front().line();

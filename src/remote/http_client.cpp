@@ -12,6 +12,7 @@
 #include <ctime>
 #include <mutex>
 #include <random>
+#include <string_view>
 #include <thread>
 
 #include "secrets.hpp"
@@ -265,6 +266,29 @@ std::string describe_failure(CURLcode code, const char* detail) {
 
 using Clock = std::chrono::steady_clock;
 
+}  // namespace
+
+ErrorKind kind_of(const Response& response) {
+    // S3 answers some refusals of credentials with 400 (an expired session token, a malformed signature).
+    static constexpr std::array<std::string_view, 6> kCredentialCodes = {
+        "AccessDenied",  "ExpiredToken",          "TokenRefreshRequired",
+        "InvalidToken", "InvalidAccessKeyId", "AuthorizationHeaderMalformed"};
+    if (std::find(kCredentialCodes.begin(), kCredentialCodes.end(), response.error_code) != kCredentialCodes.end()) {
+        return ErrorKind::Permission;
+    }
+    switch (response.status) {
+        case 401:
+        case 403: return ErrorKind::Permission;
+        case 404:
+        case 410: return ErrorKind::NotFound;
+        case 408: return ErrorKind::TimedOut;
+        case 429: return ErrorKind::Unavailable;
+        default: return response.status >= 500 ? ErrorKind::Unavailable : ErrorKind::InvalidSource;
+    }
+}
+
+namespace {
+
 // S3's refusals of temporary keys that have expired: new ones (renewed) may succeed.
 bool is_expired_refusal(const Response& response) {
     return response.error_code == "ExpiredToken" || response.error_code == "TokenRefreshRequired" ||
@@ -449,8 +473,8 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
     bool sent_again = false;  // once, with credentials that changed or were renewed after a refusal
     for (int attempt = 1;; ++attempt) {
         if (Clock::now() >= deadline) {
-            throw HttpError(last_failure.empty() ? "no answer within " + timeout_text(timeout_)
-                                                 : last_failure + gave_up);
+            throw last_failure.empty() ? HttpError("no answer within " + timeout_text(timeout_), ErrorKind::TimedOut)
+                                       : HttpError(last_failure + gave_up);
         }
         // Asked at each try: credentials given or renewed meanwhile go with the next one.
         const CredentialSource::Current used =
@@ -551,11 +575,13 @@ Response HttpClient::send_with_retries(const std::string& url, const Request& re
         if (!transient || attempt == kMaxAttempts || out_of_time) {
             if (code == CURLE_OPERATION_TIMEDOUT && out_of_time) {
                 // Cut by the deadline: what went wrong before says more than the cut itself.
-                throw HttpError(last_failure.empty() ? "no answer within " + timeout_text(timeout_)
-                                                     : last_failure + gave_up);
+                throw last_failure.empty()
+                    ? HttpError("no answer within " + timeout_text(timeout_), ErrorKind::TimedOut)
+                    : HttpError(last_failure + gave_up);
             }
             if (code != CURLE_OK) {
-                throw HttpError(describe_failure(code, detail) + (transient && out_of_time ? gave_up : ""));
+                throw HttpError(describe_failure(code, detail) + (transient && out_of_time ? gave_up : ""),
+                                code == CURLE_OPERATION_TIMEDOUT ? ErrorKind::TimedOut : ErrorKind::Unavailable);
             }
             if (is_redirect(response.status) && !transfer.location.empty()) {
                 response.location = resolve_url(url, transfer.location);

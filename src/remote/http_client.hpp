@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorfs/errors.hpp"
 #include "tensorfs/stats.hpp"
 
 namespace tensorfs::remote {
@@ -128,15 +129,26 @@ struct Response {
 // the file).
 class HttpError : public std::runtime_error {
 public:
-    using std::runtime_error::runtime_error;
+    explicit HttpError(const std::string& what, ErrorKind kind = ErrorKind::Unavailable)
+        : std::runtime_error(what), kind_(kind) {}
+    // Unavailable, TimedOut when it was no answer at all before the deadline, Permission for CredentialsError.
+    ErrorKind kind() const noexcept { return kind_; }
+
+private:
+    ErrorKind kind_;
 };
 
 // No credentials could be had for a request (AWS STS refused the web identity token, or could not be reached):
 // nothing was sent to the server. what() says why and what to do.
 class CredentialsError : public HttpError {
 public:
-    using HttpError::HttpError;
+    explicit CredentialsError(const std::string& what) : HttpError(what, ErrorKind::Permission) {}
 };
+
+// What a refusal by the server means for a front end: 401 and 403 (and S3's refusals of credentials sent with 400)
+// Permission, 404 and 410 NotFound, 5xx and 429 Unavailable, 408 TimedOut, anything else InvalidSource (the server
+// says the request or the source is wrong).
+ErrorKind kind_of(const Response& response);
 
 class HttpClient {
 public:

@@ -131,7 +131,7 @@ std::vector<nlohmann::json> hub_tree(RemoteContext& context, const std::string& 
         try {
             response = context.http().send(request);
         } catch (const HttpError& error) {
-            throw_problem(name, std::string(error.what()) + " (" + without_credentials(url) + ")");
+            throw_source_error(error.kind(), name, std::string(error.what()) + " (" + without_credentials(url) + ")");
         }
         const std::string answered = " (" + without_credentials(response.url) + ")";
         if (response.status == 404) {
@@ -139,7 +139,7 @@ std::vector<nlohmann::json> hub_tree(RemoteContext& context, const std::string& 
                           "no such repository, revision or folder on the Hub: " + response.status_text() + answered);
         }
         if (response.overflow) throw_problem(name, "the Hub's listing is larger than 64 MiB" + answered);
-        if (!response.ok()) throw_problem(name, context.refusal(response));
+        if (!response.ok()) throw_source_error(kind_of(response), name, context.refusal(response));
         auto listing = nlohmann::json::parse(response.body, nullptr, false);
         if (listing.is_discarded() || !listing.is_array()) {
             throw_problem(name, "the Hub's listing is not a JSON array of entries" + answered);
@@ -172,7 +172,7 @@ public:
         if (is_lowercase_hex(address_.revision, 40)) commit_ = address_.revision;  // already a commit
     }
 
-    // Throws InvalidSource naming `name` (what was asked for) when the Hub does not tell the commit.
+    // Throws SourceError naming `name` (what was asked for) when the Hub does not tell the commit.
     std::string get(const std::string& name) {
         const std::lock_guard lock(mutex_);
         if (commit_.empty()) commit_ = ask(name);
@@ -189,7 +189,8 @@ private:
         try {
             response = context_->http().send(request);
         } catch (const HttpError& error) {
-            throw_problem(name, std::string(error.what()) + " (" + without_credentials(request.url) + ")");
+            throw_source_error(error.kind(), name,
+                               std::string(error.what()) + " (" + without_credentials(request.url) + ")");
         }
         const std::string answered = " (" + without_credentials(response.url) + ")";
         if (response.status == 404) {
@@ -198,7 +199,7 @@ private:
         if (response.overflow) {
             throw_problem(name, "the Hub's answer about the revision is larger than 64 MiB" + answered);
         }
-        if (!response.ok()) throw_problem(name, context_->refusal(response));
+        if (!response.ok()) throw_source_error(kind_of(response), name, context_->refusal(response));
         const auto info = nlohmann::json::parse(response.body, nullptr, false);
         const auto sha = info.is_object() ? info.find("sha") : info.end();
         if (sha == info.end() || !sha->is_string() || !is_lowercase_hex(sha->get_ref<const std::string&>(), 40)) {
@@ -290,10 +291,11 @@ std::shared_ptr<const SourceObject> HubFolder::open_if_exists(const std::string&
         object->set_checksum_lookup([checksums = checksums_, path = in_repo(relative)](const RemoteObject& file) {
             try {
                 return checksums->of(path);
-            } catch (const InvalidSource& error) {
+            } catch (const SourceError& error) {
                 // The listing's problem (what() already reads "tensorfs: FOLDER: ..."), said of the file checked.
                 const auto& problems = error.problems();
-                throw IoError(file.name(), problems.empty() ? "cannot list its folder" : problems.front().what);
+                throw IoError(file.name(), problems.empty() ? "cannot list its folder" : problems.front().what,
+                              error.kind());
             }
         });
     }

@@ -29,7 +29,7 @@ struct HubAddress {
     std::string path;            // inside the repo, without leading or trailing '/'; may be empty
 };
 
-// Throws InvalidSource naming `source` when it is not of the form above.
+// Throws SourceError naming `source` when it is not of the form above.
 HubAddress parse_hub_address(const std::string& source);
 
 std::string hub_endpoint();

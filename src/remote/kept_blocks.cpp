@@ -19,8 +19,10 @@ bool KeptBlocks::serve(std::uint64_t index, std::span<const BlockPart> parts, De
         }
         if (found.wait_until(deadline) == std::future_status::timeout) {
             context_.no_answer();
-            throw IoError(object_.name(), "no answer within " + timeout_text(context_.timeout()) +
-                                     " (a fetch of these bytes is still under way)");
+            throw IoError(object_.name(),
+                          "no answer within " + timeout_text(context_.timeout()) +
+                              " (a fetch of these bytes is still under way)",
+                          ErrorKind::TimedOut);
         }
         BlockPtr block;
         try {

@@ -54,7 +54,7 @@ std::optional<Opened> ask_first_bytes(RemoteContext& context, const std::string&
     try {
         response = context.http().send(request);
     } catch (const HttpError& error) {
-        throw_problem(name, error.what());
+        throw_source_error(error.kind(), name, error.what());
     }
     const std::string answered_by = without_credentials(response.url);
     Identity identity;
@@ -86,7 +86,7 @@ std::optional<Opened> ask_first_bytes(RemoteContext& context, const std::string&
         case 200:
             // The whole file instead of a range: fine for a small file, which the head holds entirely.
             if (response.overflow) {
-                throw_problem(name,
+                throw_source_error(ErrorKind::Unsupported, name,
                               "the server does not serve byte ranges (it answered HTTP 200 with the whole file), "
                               "and tensorfs fetches only the ranges it reads");
             }
@@ -104,9 +104,9 @@ std::optional<Opened> ask_first_bytes(RemoteContext& context, const std::string&
         case 410:
             // Not there; unless the server names another cause (S3's NoSuchBucket), which is not a missing file.
             if (response.error_code.empty() || response.error_code == "NoSuchKey") return std::nullopt;
-            throw_problem(name, context.refusal(response));
+            throw_source_error(kind_of(response), name, context.refusal(response));
         default:
-            throw_problem(name, context.refusal(response));
+            throw_source_error(kind_of(response), name, context.refusal(response));
     }
     head.resize(static_cast<std::size_t>(response.body_bytes));
     identity.etag = response.etag;

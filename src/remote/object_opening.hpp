@@ -33,7 +33,7 @@ struct Opened {
 };
 
 // Asks for the first bytes of the object at `url`, named `name` in messages. nullopt when the server says it does
-// not exist (404, 410). Throws InvalidSource naming it when it cannot be reached, refuses the credentials or cannot
+// not exist (404, 410). Throws SourceError naming it when it cannot be reached, refuses the credentials or cannot
 // serve byte ranges.
 std::optional<Opened> ask_first_bytes(RemoteContext& context, const std::string& name, const std::string& url);
 

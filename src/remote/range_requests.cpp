@@ -53,10 +53,10 @@ void RangeRequests::fetch(std::uint64_t offset, std::vector<std::span<char>> int
         try {
             response = context_.http().send(request);
         } catch (const CredentialsError& error) {
-            throw IoError(object_.name(), error.what());  // nothing was sent: the server is not silent
+            throw IoError(object_.name(), error.what(), error.kind());  // nothing was sent: the server is not silent
         } catch (const HttpError& error) {
             context_.no_answer();
-            throw IoError(object_.name(), error.what());
+            throw IoError(object_.name(), error.what(), error.kind());
         }
         if (response.status == 206) {
             if (!identity_.etag.empty() && !response.etag.empty() && response.etag != identity_.etag) {
@@ -91,9 +91,9 @@ void RangeRequests::fetch(std::uint64_t offset, std::vector<std::span<char>> int
         if (response.status == 404 || response.status == 410) changed("no longer there: " + response.status_text());
         // Refused credentials: the source's explanation says what to do (update a Kubernetes volume's Secret...).
         if (response.status == 400 || response.status == 401 || response.status == 403) {
-            throw IoError(object_.name(), context_.refusal(response));
+            throw IoError(object_.name(), context_.refusal(response), kind_of(response));
         }
-        throw IoError(object_.name(), response.status_text());
+        throw IoError(object_.name(), response.status_text(), kind_of(response));
     }
 }
 

@@ -16,9 +16,11 @@ void fail_if_silent(const RemoteContext& context, const std::string& name) {
         const auto seconds = std::chrono::duration_cast<std::chrono::milliseconds>(*ago).count() / 1000.0;
         char text[32];
         std::snprintf(text, sizeof text, "%.1f", seconds);
-        throw IoError(name, std::string("the server gave no answer ") + text +
-                                " s ago; reads fail at once until it answers, or for " +
-                                timeout_text(context.timeout()) + " after that");
+        throw IoError(name,
+                      std::string("the server gave no answer ") + text +
+                          " s ago; reads fail at once until it answers, or for " + timeout_text(context.timeout()) +
+                          " after that",
+                      ErrorKind::TimedOut);
     }
 }
 

@@ -57,7 +57,7 @@ using ChecksumLookup = std::function<std::optional<PublishedChecksum>(const Remo
 class RemoteObject : public SourceObject, public std::enable_shared_from_this<RemoteObject> {
 public:
     // Opens the object at `url`, named `name` in messages. nullptr when the server says it does not exist (404,
-    // 410). Throws InvalidSource naming it when it cannot be reached, refuses the credentials or cannot serve
+    // 410). Throws SourceError naming it when it cannot be reached, refuses the credentials or cannot serve
     // byte ranges.
     static std::shared_ptr<RemoteObject> open(std::shared_ptr<RemoteContext> context, std::string name,
                                               std::string url);

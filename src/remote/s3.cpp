@@ -217,10 +217,11 @@ std::vector<std::string> S3Folder::keys(bool recursive) const {
         try {
             response = context_->http().send(request);
         } catch (const HttpError& error) {
-            throw_problem(name(), std::string(error.what()) + " (listing at " + endpoint_.origin() + ")");
+            throw_source_error(error.kind(), name(),
+                               std::string(error.what()) + " (listing at " + endpoint_.origin() + ")");
         }
         if (response.overflow) throw_problem(name(), "a page of the listing is larger than 16 MiB");
-        if (!response.ok()) throw_problem(name(), context_->refusal(response));
+        if (!response.ok()) throw_source_error(kind_of(response), name(), context_->refusal(response));
         S3ListingPage listed;
         try {
             listed = read_listing_page(response.body);

@@ -26,7 +26,7 @@ struct S3Address {
     std::string key;   // may be empty (the whole bucket) or end with '/'
 };
 
-// Throws InvalidSource naming `source` when it is not s3://BUCKET[/KEY] with a bucket name S3 allows.
+// Throws SourceError naming `source` when it is not s3://BUCKET[/KEY] with a bucket name S3 allows.
 S3Address parse_s3_address(const std::string& source);
 
 // The URLs of one bucket's objects and listings. Paths and queries are written in the canonical form of AWS
@@ -34,7 +34,7 @@ S3Address parse_s3_address(const std::string& source);
 // because libcurl signs them as written.
 class S3Endpoint {
 public:
-    // Throws InvalidSource when the settings' endpoint is not an http(s) URL.
+    // Throws SourceError when the settings' endpoint is not an http(s) URL.
     S3Endpoint(const std::string& bucket, const AwsSettings& settings);
 
     std::string object_url(const std::string& key) const;

@@ -27,10 +27,12 @@ ChecksumLookup s3_checksum_lookup(std::shared_ptr<RemoteContext> context) {
         try {
             response = context->http().send(request);
         } catch (const HttpError& error) {
-            throw IoError(object.name(), error.what());
+            throw IoError(object.name(), error.what(), error.kind());
         }
         if (response.status == 412) throw IoError(object.name(), "it changed since it was opened (HTTP 412)");
-        if (!response.ok()) throw IoError(object.name(), "asking for its checksum: " + context->refusal(response));
+        if (!response.ok()) {
+            throw IoError(object.name(), "asking for its checksum: " + context->refusal(response), kind_of(response));
+        }
         if (const auto sha256 = sha256_of_s3_checksum(response.checksum_sha256)) {
             return PublishedChecksum{Digest::Kind::Sha256, *sha256, "x-amz-checksum-sha256"};
         }

@@ -15,7 +15,7 @@ std::string text_of(const SourceFolder& folder, const std::string& path, LookedU
         const auto file = folder.open_if_exists(path);
         looked_up.emplace(path, file);
         return file == nullptr ? std::string() : config_file_text(*file);
-    } catch (const InvalidSource&) {
+    } catch (const SourceError&) {
         return {};
     }
 }

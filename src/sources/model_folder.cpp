@@ -28,16 +28,17 @@ const std::vector<std::string> kProbedSideFiles{
 // A file of the folder that could not be opened at mount: no bytes, and every read fails with the reason.
 class UnopenedFile final : public SourceObject {
 public:
-    UnopenedFile(std::string name, std::string reason)
-        : SourceObject(std::move(name), 0, timespec{}), reason_(std::move(reason)) {}
+    UnopenedFile(std::string name, std::string reason, ErrorKind kind)
+        : SourceObject(std::move(name), 0, timespec{}), reason_(std::move(reason)), kind_(kind) {}
 
-    void read(std::uint64_t, std::size_t, void*) const override { throw IoError(name(), reason_); }
+    void read(std::uint64_t, std::size_t, void*) const override { throw IoError(name(), reason_, kind_); }
     std::uint64_t fill_cache(std::uint64_t, std::uint64_t, const Progress&) const override {
-        throw IoError(name(), reason_);
+        throw IoError(name(), reason_, kind_);
     }
 
 private:
     std::string reason_;
+    ErrorKind kind_;
 };
 
 // The objects the catalog opened and the files looked up already, by their path in the folder.
@@ -63,9 +64,10 @@ std::vector<FolderFile> open_all(const SourceFolder& folder, const std::vector<s
         }
         try {
             files[i].object = folder.open_if_exists(paths[i]);
-        } catch (const InvalidSource& refused) {
+        } catch (const SourceError& refused) {
             files[i].problem = refused.problems().empty() ? "cannot be opened" : refused.problems().front().what;
-            files[i].object = std::make_shared<UnopenedFile>(folder.name_of(paths[i]), files[i].problem);
+            files[i].object =
+                std::make_shared<UnopenedFile>(folder.name_of(paths[i]), files[i].problem, refused.kind());
         }
     });
     std::erase_if(files, [](const FolderFile& file) { return file.object == nullptr; });

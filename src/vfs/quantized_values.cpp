@@ -164,8 +164,10 @@ public:
         read(part, 0, part.elements * 4, entries);
         for (std::uint64_t i = 0; i < part.elements; ++i) {
             if (entries[i] < 0 || static_cast<std::uint64_t>(entries[i]) >= groups) {
-                throw IoError(tensor_.name, part.name + "[" + std::to_string(i) + "] = " + std::to_string(entries[i]) +
-                                                " is out of range: there are " + std::to_string(groups) + " groups");
+                throw IoError(tensor_.name,
+                              part.name + "[" + std::to_string(i) + "] = " + std::to_string(entries[i]) +
+                                  " is out of range: there are " + std::to_string(groups) + " groups",
+                              ErrorKind::InvalidSource);
             }
         }
         return entries;

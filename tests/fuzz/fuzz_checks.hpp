@@ -2,7 +2,7 @@
 // unit test that replays the committed crash inputs and the seed corpus (tests/unit/test_fuzz_regressions.cpp).
 //
 // The parsers read files by path, so an input is written to a file in a private scratch folder first. An input
-// may be refused (InvalidSource); anything else that escapes is a bug: a crash, a sanitizer report, an IoError
+// may be refused (SourceError); anything else that escapes is a bug: a crash, a sanitizer report, an IoError
 // from a source the parser accepted, or a broken promise that the checks below throw as FuzzCheckFailed.
 #pragma once
 
@@ -200,7 +200,7 @@ inline std::optional<Catalog> open_checked(const std::string& path) {
         const std::string model_json = render_json_file(model_meta(catalog, tree));
         expect(!model_json.empty() && model_json.back() == '\n', "model.json not rendered");
         return catalog;
-    } catch (const InvalidSource& refused) {
+    } catch (const SourceError& refused) {
         expect(!refused.problems().empty(), "a source was refused without saying why");
         for (const Problem& problem : refused.problems()) {
             expect(problem.line().find('\n') == std::string::npos, "a problem spans more than one line");
@@ -297,6 +297,17 @@ inline std::vector<char> rounded_to_16_bits(const std::vector<char>& f32, NodeKi
     return bytes;
 }
 
+// A quantized weight's values depend on data no header check sees (a GPTQ g_idx entry naming a group that does not
+// exist): a read of them may fail, with an IoError of kind InvalidSource that names the weight, and nothing else.
+inline void expect_bad_part_data(const Catalog& catalog, const IoError& refused) {
+    const auto named = std::find_if(catalog.tensors.begin(), catalog.tensors.end(),
+                                    [&](const Tensor& tensor) { return tensor.name == refused.file(); });
+    expect(named != catalog.tensors.end() && named->quantization != nullptr,
+           std::string("a read failed for a tensor that is no quantized weight: ") + refused.what());
+    expect(refused.kind() == ErrorKind::InvalidSource, std::string("a read failed: ") + refused.what());
+    expect(std::string_view(refused.what()).find('\n') == std::string_view::npos, "a read's error is not one line");
+}
+
 // A range read whole, in two pieces (block and chunk edges must not show) and as the FUSE adapter replies to it
 // (read_pieces, or the source slice of a file that is raw bytes): all the same bytes. Returns them.
 inline std::vector<char> read_checked(Content& content, Node node, std::uint64_t offset, std::size_t length,
@@ -345,7 +356,7 @@ inline void check_content_of(const std::string& name, const std::uint8_t* data, 
     for (const NodeKind kind : {NodeKind::ModelJson, NodeKind::StatsJson}) {
         read_range(content, Node{kind}, ranges.up_to(content.size(Node{kind})), kMaxRead);
     }
-    if (model_export.available()) {
+    if (model_export.available()) try {
         const Node model{NodeKind::ModelSafetensors};
         expect(content.size(model) == model_export.size(), "model.safetensors size");
         const std::uint64_t offset = ranges.up_to(model_export.size() + 8);
@@ -369,46 +380,53 @@ inline void check_content_of(const std::string& name, const std::uint8_t* data, 
                    "model.safetensors: tensor '" + catalog->tensors[part.tensor].name + "' differs from its own file");
         }
         budget -= std::min(budget, std::uint64_t{length} * 4);
+    } catch (const IoError& refused) {
+        expect_bad_part_data(*catalog, refused);
     }
     for (std::uint32_t index = 0; index < catalog->tensors.size() && budget > 0; ++index) {
         const Tensor& tensor = catalog->tensors[index];
         const Node directory{NodeKind::TensorDir, index};
         for (std::size_t child = 0; child < tree.child_count(directory); ++child) {
             const Node node = tree.child(directory, child).node;
-            const std::uint64_t file_size = content.size(node);
-            const std::uint64_t offset = ranges.up_to(file_size + 8);
-            const std::size_t length = static_cast<std::size_t>(ranges.up_to(kMaxRead));
-            budget -= std::min(budget, std::uint64_t{length} * 3 + 256);  // small reads too: JSON renders
-            const std::vector<char> whole = read_checked(content, node, offset, length, ranges, tensor.name);
+            try {
+                const std::uint64_t file_size = content.size(node);
+                const std::uint64_t offset = ranges.up_to(file_size + 8);
+                const std::size_t length = static_cast<std::size_t>(ranges.up_to(kMaxRead));
+                budget -= std::min(budget, std::uint64_t{length} * 3 + 256);  // small reads too: JSON renders
+                const std::vector<char> whole = read_checked(content, node, offset, length, ranges, tensor.name);
 
-            if (node.kind == NodeKind::Raw) {
-                expect(whole.empty() || std::memcmp(whole.data(), data + tensor.offset + offset, whole.size()) == 0,
-                       "tensor '" + tensor.name + "': raw differs from the source bytes");
-                const auto slice = content.source_slice(node, offset, length);
-                expect(slice && slice->file == tensor.file &&
-                           (whole.empty() || slice->offset == tensor.offset + offset),
-                       "tensor '" + tensor.name + "': raw's source slice is not where its bytes are");
-            }
-            if (node.kind == NodeKind::DequantNpy) {
-                const std::string& header = content.npy_header(index);
-                expect(file_size == header.size() + tensor.f32_bytes(), "dequant.npy size");
-                const std::uint64_t start = std::max<std::uint64_t>(offset, header.size());
-                if (start < offset + whole.size()) {
-                    const std::vector<char> f32 = read_range(content, Node{NodeKind::DequantF32, index},
-                                                             start - header.size(), offset + whole.size() - start);
-                    expect(std::memcmp(f32.data(), whole.data() + (start - offset), f32.size()) == 0,
-                           "tensor '" + tensor.name + "': dequant.npy differs from dequant.f32");
+                if (node.kind == NodeKind::Raw) {
+                    expect(whole.empty() || std::memcmp(whole.data(), data + tensor.offset + offset, whole.size()) == 0,
+                           "tensor '" + tensor.name + "': raw differs from the source bytes");
+                    const auto slice = content.source_slice(node, offset, length);
+                    expect(slice && slice->file == tensor.file &&
+                               (whole.empty() || slice->offset == tensor.offset + offset),
+                           "tensor '" + tensor.name + "': raw's source slice is not where its bytes are");
                 }
-            }
-            if ((node.kind == NodeKind::DequantBf16 || node.kind == NodeKind::DequantF16) && !whole.empty() &&
-                !content.source_slice(node, 0, 0)) {
-                // The float32 values under the range, whole values only.
-                const std::uint64_t first = offset / 2, last = (offset + whole.size() - 1) / 2;
-                const std::vector<char> f32 = read_range(content, Node{NodeKind::DequantF32, index}, first * 4,
-                                                         static_cast<std::size_t>((last - first + 1) * 4));
-                const std::vector<char> rounded = rounded_to_16_bits(f32, node.kind);
-                expect(std::memcmp(rounded.data() + offset % 2, whole.data(), whole.size()) == 0,
-                       "tensor '" + tensor.name + "': a 16-bit view differs from dequant.f32 rounded");
+                if (node.kind == NodeKind::DequantNpy) {
+                    const std::string& header = content.npy_header(index);
+                    expect(file_size == header.size() + tensor.f32_bytes(), "dequant.npy size");
+                    const std::uint64_t start = std::max<std::uint64_t>(offset, header.size());
+                    if (start < offset + whole.size()) {
+                        const std::vector<char> f32 = read_range(content, Node{NodeKind::DequantF32, index},
+                                                                 start - header.size(), offset + whole.size() - start);
+                        expect(std::memcmp(f32.data(), whole.data() + (start - offset), f32.size()) == 0,
+                               "tensor '" + tensor.name + "': dequant.npy differs from dequant.f32");
+                    }
+                }
+                if ((node.kind == NodeKind::DequantBf16 || node.kind == NodeKind::DequantF16) && !whole.empty() &&
+                    !content.source_slice(node, 0, 0)) {
+                    // The float32 values under the range, whole values only.
+                    const std::uint64_t first = offset / 2, last = (offset + whole.size() - 1) / 2;
+                    const std::vector<char> f32 = read_range(content, Node{NodeKind::DequantF32, index}, first * 4,
+                                                             static_cast<std::size_t>((last - first + 1) * 4));
+                    const std::vector<char> rounded = rounded_to_16_bits(f32, node.kind);
+                    expect(std::memcmp(rounded.data() + offset % 2, whole.data(), whole.size()) == 0,
+                           "tensor '" + tensor.name + "': a 16-bit view differs from dequant.f32 rounded");
+                }
+            } catch (const IoError& refused) {
+                expect_bad_part_data(*catalog, refused);
+                expect(refused.file() == tensor.name, "a read of '" + tensor.name + "' failed naming another");
             }
         }
     }

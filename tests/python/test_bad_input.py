@@ -2,6 +2,7 @@
 (tensorfs.SourceNotFoundError, also FileNotFoundError), every file of the malformed corpora with the command's own
 message (tensorfs.Error), hostile pickles refused without running anything, unknown or mount-only options
 (TypeError), bad values (ValueError), unknown tensor names (KeyError) and closed handles (ValueError)."""
+import errno
 import json
 import os
 
@@ -34,9 +35,15 @@ def test_malformed_files_get_the_commands_message(path, tmp_path, monkeypatch):
     else:
         with pytest.raises(tensorfs.Error) as raised:
             tensorfs.load(path)
-        expected = [line.removeprefix("tensorfs: ") for line in listed.stderr.splitlines()]
-        assert str(raised.value).splitlines() == expected
+        lines = [line.removeprefix("tensorfs: ") for line in listed.stderr.splitlines()]
+        more = len(lines) - 1
+        # One line: the command's first, and how many more `validate` lists.
+        expected = lines[0] + (f" (and {more} more problem{'s' * (more > 1)}: tensorfs validate lists them)"
+                               if more else "")
+        assert str(raised.value) == expected
         assert not isinstance(raised.value, tensorfs.SourceNotFoundError)
+        assert raised.value.errno in (errno.EINVAL, errno.EOPNOTSUPP)
+        assert lines[0].startswith(f"{raised.value.filename}: {raised.value.strerror}")
     canaries = [e["canary"] for e in PYTORCH_ENTRIES if "canary" in e and os.path.basename(path) == e["file"]]
     for canary in canaries:
         assert not os.path.exists(tmp_path / canary) and not os.path.exists(os.path.join("/", canary))

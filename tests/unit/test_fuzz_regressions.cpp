@@ -59,7 +59,7 @@ std::optional<std::string> data_pkl_of(const fs::path& file) {
         for (const zip::Entry& entry : zip::read_directory(*object, 1)) {
             if (entry.name.ends_with("/data.pkl")) return zip::read_stored_entry(*object, entry, 1 << 20, "the pickle");
         }
-    } catch (const InvalidSource&) {
+    } catch (const SourceError&) {
     }
     return std::nullopt;
 }

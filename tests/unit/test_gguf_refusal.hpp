@@ -12,7 +12,7 @@
 
 namespace tensorfs::test {
 
-// Opens `path` and expects InvalidSource with a problem whose message contains `fragment`, for `file` (when
+// Opens `path` and expects SourceError with a problem whose message contains `fragment`, for `file` (when
 // given) and at byte `at_byte` (when given). Returns that problem, or nullopt after failing the test.
 inline std::optional<Problem> expect_gguf_refused(const std::filesystem::path& path, const std::string& fragment,
                                                   std::optional<std::uint64_t> at_byte = std::nullopt,
@@ -22,7 +22,7 @@ inline std::optional<Problem> expect_gguf_refused(const std::filesystem::path& p
     try {
         open_catalog(path);
         all = " (accepted)";
-    } catch (const InvalidSource& invalid) {
+    } catch (const SourceError& invalid) {
         for (const auto& problem : invalid.problems()) {
             all += "\n  " + problem.line();
             if (!found && problem.what.find(fragment) != std::string::npos) found = problem;

@@ -157,7 +157,7 @@ public:
     FolderWithALockedFile(std::filesystem::path path, std::string locked)
         : LocalFolder(std::move(path)), locked_(std::move(locked)) {}
     std::shared_ptr<const SourceObject> open_if_exists(const std::string& relative) const override {
-        if (relative == locked_) throw InvalidSource({{name_of(relative), "cannot open: Permission denied", {}}});
+        if (relative == locked_) throw SourceError({{name_of(relative), "cannot open: Permission denied", {}}});
         return LocalFolder::open_if_exists(relative);
     }
 

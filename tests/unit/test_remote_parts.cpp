@@ -93,7 +93,7 @@ BOOST_AUTO_TEST_CASE(hub_addresses) {
     BOOST_TEST(full.path == "sub/dir/model.gguf");
 
     for (const char* bad : {"hf://", "hf://org", "hf://org/", "hf://org/repo@", "hf://org/../x", "hf://org/repo/a/../b"}) {
-        BOOST_CHECK_THROW(parse_hub_address(bad), InvalidSource);
+        BOOST_CHECK_THROW(parse_hub_address(bad), SourceError);
     }
 }
 

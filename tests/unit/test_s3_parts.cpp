@@ -168,10 +168,10 @@ BOOST_AUTO_TEST_CASE(environment_keys_come_before_the_files) {
 BOOST_AUTO_TEST_CASE(half_a_key_pair_is_refused) {
     AwsHome aws;
     aws.variables["AWS_ACCESS_KEY_ID"] = "AKIA";
-    BOOST_CHECK_THROW(aws.settings(), InvalidSource);
+    BOOST_CHECK_THROW(aws.settings(), SourceError);
     aws.variables.erase("AWS_ACCESS_KEY_ID");
     aws.write(".aws/credentials", "[default]\naws_secret_access_key = lonely\n");
-    BOOST_CHECK_THROW(aws.settings(), InvalidSource);
+    BOOST_CHECK_THROW(aws.settings(), SourceError);
 }
 
 BOOST_AUTO_TEST_CASE(profiles_from_both_files) {
@@ -204,7 +204,7 @@ BOOST_AUTO_TEST_CASE(profiles_from_both_files) {
     BOOST_TEST(settings.region == "us-east-1");
 
     aws.variables["AWS_PROFILE"] = "absent";
-    BOOST_CHECK_THROW(aws.settings(), InvalidSource);
+    BOOST_CHECK_THROW(aws.settings(), SourceError);
 }
 
 BOOST_AUTO_TEST_CASE(region_and_endpoint_precedence) {
@@ -231,7 +231,7 @@ BOOST_AUTO_TEST_CASE(region_and_endpoint_precedence) {
     BOOST_TEST(aws.settings().endpoint.empty());
 
     aws.variables["AWS_REGION"] = "us-east-1:evil";
-    BOOST_CHECK_THROW(aws.settings(), InvalidSource);
+    BOOST_CHECK_THROW(aws.settings(), SourceError);
 }
 
 BOOST_AUTO_TEST_CASE(keys_with_control_characters_are_refused) {
@@ -239,7 +239,7 @@ BOOST_AUTO_TEST_CASE(keys_with_control_characters_are_refused) {
     aws.variables["AWS_ACCESS_KEY_ID"] = "AKIA";
     aws.variables["AWS_SECRET_ACCESS_KEY"] = "secret";
     aws.variables["AWS_SESSION_TOKEN"] = "token\r\nX-Injected: 1";
-    BOOST_CHECK_THROW(aws.settings(), InvalidSource);
+    BOOST_CHECK_THROW(aws.settings(), SourceError);
 }
 
 BOOST_AUTO_TEST_CASE(ways_of_getting_keys_that_tensorfs_does_not_take_are_named) {
@@ -357,7 +357,7 @@ BOOST_AUTO_TEST_CASE(s3_addresses) {
     BOOST_TEST(parse_s3_address("s3://b").key.empty());
     BOOST_TEST(parse_s3_address("s3://b/p/").key == "p/");
     for (const char* bad : {"s3://", "s3:///key", "s3://bad bucket/k", "s3://b/a/../k", "s3://b/./k"}) {
-        BOOST_CHECK_THROW(parse_s3_address(bad), InvalidSource);
+        BOOST_CHECK_THROW(parse_s3_address(bad), SourceError);
     }
 }
 
@@ -386,7 +386,7 @@ BOOST_AUTO_TEST_CASE(urls_on_aws_and_on_a_custom_endpoint) {
     BOOST_TEST(custom.origin() == "http://127.0.0.1:9000");
 
     settings.endpoint = "ftp://host";
-    BOOST_CHECK_THROW(S3Endpoint("b", settings), InvalidSource);
+    BOOST_CHECK_THROW(S3Endpoint("b", settings), SourceError);
 }
 
 BOOST_AUTO_TEST_CASE(file_names_and_prefixes) {

@@ -28,7 +28,7 @@ template <typename Open>
 std::string refusal_of(Open&& open) {
     try {
         open();
-    } catch (const InvalidSource& error) {
+    } catch (const SourceError& error) {
         std::string lines;
         for (const auto& problem : error.problems()) lines += problem.line() + "\n";
         return lines;

@@ -86,11 +86,11 @@ BOOST_AUTO_TEST_CASE(a_missing_file_is_nullptr_and_a_folder_is_refused) {
     try {
         local.open("absent.bin");
         BOOST_FAIL("a missing file was opened");
-    } catch (const InvalidSource& invalid) {
+    } catch (const SourceError& invalid) {
         BOOST_TEST(invalid.problems().at(0).line() == "tensorfs: " + (folder.path() / "absent.bin").string() +
                                                           ": no such file");
     }
-    BOOST_CHECK_THROW(local.open_if_exists("sub"), InvalidSource);
+    BOOST_CHECK_THROW(local.open_if_exists("sub"), SourceError);
 }
 
 BOOST_AUTO_TEST_CASE(parallel_jobs_all_run_and_the_first_failure_is_rethrown) {

@@ -96,7 +96,7 @@ BOOST_AUTO_TEST_CASE(tensors_without_float_conversion_have_no_dequant_files) {
 }
 
 BOOST_AUTO_TEST_CASE(empty_names_and_colliding_names_are_refused) {
-    BOOST_CHECK_THROW(Tree(catalog_of({""}, safetensors_dtype_by_name("F32"))), InvalidSource);
+    BOOST_CHECK_THROW(Tree(catalog_of({""}, safetensors_dtype_by_name("F32"))), SourceError);
     const std::string long_a(300, 'a');
     BOOST_CHECK_NO_THROW(Tree(catalog_of({long_a, long_a + "b"}, safetensors_dtype_by_name("F32"))));
 }

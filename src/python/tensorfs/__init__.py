@@ -15,16 +15,45 @@ arguments and behaviour:
     tensorfs.info("model.gguf")                                        # = tensorfs info --json
     tensorfs.diff("model.safetensors", "model-Q4_K_M.gguf")            # = tensorfs diff --json rows
 
-Errors: tensorfs.Error (an OSError) with the command's message; tensorfs.SourceNotFoundError (also a
-FileNotFoundError) for a source that does not exist; KeyError for an unknown tensor name; TypeError for an
-unknown option. Licensed under the Apache License 2.0.
+Errors: tensorfs.Error (an OSError, errno, strerror and filename set) with the command's message, and a subclass
+per kind: SourceNotFoundError (also a FileNotFoundError), AccessDeniedError (a PermissionError), UnavailableError
+(a ConnectionError), TimedOutError (a TimeoutError), InvalidSourceError, UnsupportedError; KeyError for an unknown
+tensor name; TypeError for an unknown option. Licensed under the Apache License 2.0.
 """
 from tensorfs import _tensorfs
-from tensorfs._tensorfs import Error, SafeOpen, Slice, SourceNotFoundError, diff, info, load, safe_open
+from tensorfs._tensorfs import (
+    AccessDeniedError,
+    Error,
+    InvalidSourceError,
+    SafeOpen,
+    Slice,
+    SourceNotFoundError,
+    TimedOutError,
+    UnavailableError,
+    UnsupportedError,
+    diff,
+    info,
+    load,
+    safe_open,
+)
 
 __version__ = _tensorfs.__version__
 __license__ = "Apache-2.0"
-__all__ = ["safe_open", "load", "info", "diff", "SafeOpen", "Slice", "Error", "SourceNotFoundError"]
+__all__ = [
+    "safe_open",
+    "load",
+    "info",
+    "diff",
+    "SafeOpen",
+    "Slice",
+    "Error",
+    "InvalidSourceError",
+    "SourceNotFoundError",
+    "AccessDeniedError",
+    "UnavailableError",
+    "TimedOutError",
+    "UnsupportedError",
+]
 
 # Shown as tensorfs.X (help(), repr(), tracebacks), where users find them.
 for _name in __all__:
