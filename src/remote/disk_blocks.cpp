@@ -84,8 +84,10 @@ bool DiskBlocks::wait_for_other_fetch(std::uint64_t index, std::chrono::steady_c
     FetchLocks& locks = context_.disk().fetch_locks();
     const bool other = locks.held_elsewhere(*folder(), index);
     if (other && !locks.wait_while_held_elsewhere(*folder(), index, deadline)) {
-        throw IoError(name, "no answer within " + timeout_text(context_.timeout()) +
-                                " (another process's fetch of these bytes is still under way)");
+        throw IoError(name,
+                      "no answer within " + timeout_text(context_.timeout()) +
+                          " (another process's fetch of these bytes is still under way)",
+                      ErrorKind::TimedOut);
     }
     std::uint8_t state = state_[index].load();
     if (state == 2) state_[index].compare_exchange_strong(state, 0);
