@@ -3,6 +3,7 @@
 // output between.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -38,9 +39,10 @@ struct ElementRun {
 // write_elements writes each: their stored bytes read together, in batches of about 4 MiB of the file on up to
 // `threads` threads (SourceObject::read_runs: a remote file reads the runs of a column slice, which touches every
 // row, from whole blocks, not as a range per row). Not for quantized weights, whose values come whole rows at a
-// time. Throws IoError.
+// time. Throws IoError. Once `*stop` is set, the batches not yet begun are skipped (as write_tensors does).
 void write_element_runs(const SourceFiles& files, const Tensor& tensor, std::optional<ValueView> view,
-                        std::span<const ElementRun> runs, void* out, unsigned threads);
+                        std::span<const ElementRun> runs, void* out, unsigned threads,
+                        const std::atomic<bool>* stop = nullptr);
 
 // One whole tensor to write: catalog index, view (as for write_elements) and where its elements go.
 struct TensorOutput {
@@ -51,8 +53,9 @@ struct TensorOutput {
 
 // Writes whole tensors, cut into pieces that up to `threads` threads write at once, in the order of the outputs
 // (so in the source's order when the outputs are), fetched as Fetch::Stream. When a piece fails, the others still
-// run; then the first failure is thrown (IoError).
+// run; then the first failure is thrown (IoError). Once `*stop` is set (a reader that gave up: Python's Ctrl-C),
+// the pieces not yet begun are skipped and the outputs are left incomplete.
 void write_tensors(const Catalog& catalog, const SourceFiles& files, std::span<const TensorOutput> outputs,
-                   unsigned threads);
+                   unsigned threads, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace tensorfs

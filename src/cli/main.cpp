@@ -9,6 +9,7 @@
 #include "command_help.hpp"
 #include "commands.hpp"
 #include "hidden_secrets.hpp"
+#include "option_help.hpp"
 #include "fuse/libfuse.hpp"
 #include "tensorfs/suggestions.hpp"
 #include "remote/http_client.hpp"
@@ -96,31 +97,15 @@ constexpr const char* kMountDescription =
     "to the background unless -f or -d. A folder of several models mounts without tensors; model.json lists them.\n"
     "\n";
 
-constexpr const char* kMountOptions =
+constexpr const char* kMountOptionsHead =
     "mount options:\n"
     "  -f                 stay in the foreground\n"
     "  -d, -o debug       debug: print every FUSE request (implies -f)\n"
     "  -s                 serve requests on one thread\n"
-    "  -o OPT[,OPT...]    tensorfs's own options, libfuse's (below) and the usual mount(8) ones:\n"
-    "                       cache_size=SIZE   decoded chunks kept in memory (default 256M; sizes take K, M,\n"
-    "                                         G, T in any case: 512M, 512m, 512MiB)\n"
-    "                       threads=N         threads serving reads (1 to 1024)\n"
-    "                       export_dtype=D    model.safetensors: keep (every dtype safetensors has; ggml\n"
-    "                                         quants as F32, the default), or bf16, f16, f32 for every\n"
-    "                                         floating tensor (integers and bools keep theirs)\n"
-    "                       model=PATH        the model to mount in a folder that holds several (PATH\n"
-    "                                         relative to the folder, e.g. model=x-Q4_K_M.gguf)\n"
-    "                       cache_dir=DIR     remote sources' disk cache (default $XDG_CACHE_HOME/tensorfs)\n"
-    "                       disk_cache_size=SIZE  the most it holds (default 10G; 0: none, else at least 1M)\n"
-    "                       max_connections=N range requests in flight for read-ahead (default 16, at most 64)\n"
-    "                       readahead=SIZE    how far ahead of a sequential reader to fetch, at most (default\n"
-    "                                         64M, and at most a quarter of cache_size; a warning when cut)\n"
-    "                       proxy=URL         the HTTP proxy of every request (default: http_proxy,\n"
-    "                                         HTTPS_PROXY, ALL_PROXY; hosts in NO_PROXY go direct)\n"
-    "                       header=NAME:VALUE a header every request carries (repeat it for more), e.g.\n"
-    "                                         header=X-Dragonfly-Use-P2P:true\n"
-    "                       timeout=SECONDS   how long one read may wait for the server, retries included\n"
-    "                                         (default 20); past it the read fails with EIO, the mount goes on\n"
+    "  -o OPT[,OPT...]    tensorfs's own options, libfuse's (below) and the usual mount(8) ones:\n";
+
+// Between the two: tensorfs_options_help(), tensorfs's own options from the parser's list.
+constexpr const char* kMountOptionsTail =
     "                       dev, nodev, suid, nosuid, exec, noexec, atime, noatime, sync, async, dirsync\n"
     "                       ro, rw (the mount is read-only either way), defaults, auto, noauto, user,\n"
     "                       users, nouser, owner, group, nofail, _netdev, x-*, comment=*, relatime,\n"
@@ -141,15 +126,23 @@ constexpr const char* kExitStatus =
     "\n"
     "libfuse options:\n";
 
+void print_mount_options() {
+    std::fputs(kMountOptionsHead, stdout);
+    std::fputs(tensorfs_options_help().c_str(), stdout);
+    std::fputs(kMountOptionsTail, stdout);
+}
+
 void print_help() {
-    for (const char* part : {kMountUsage, kOtherUsage, kDescription, kMountOptions, kExitStatus}) {
-        std::fputs(part, stdout);
-    }
+    for (const char* part : {kMountUsage, kOtherUsage, kDescription}) std::fputs(part, stdout);
+    print_mount_options();
+    std::fputs(kExitStatus, stdout);
     print_libfuse_help();
 }
 
 void print_mount_help() {
-    for (const char* part : {kMountUsage, kMountDescription, kMountOptions, kExitStatus}) std::fputs(part, stdout);
+    for (const char* part : {kMountUsage, kMountDescription}) std::fputs(part, stdout);
+    print_mount_options();
+    std::fputs(kExitStatus, stdout);
     print_libfuse_help();
 }
 

@@ -13,18 +13,34 @@ namespace tensorfs {
 namespace {
 
 constexpr std::array<OptionInfo, 15> kOptions{{
-    {"cache_size", "SIZE", "memory for decoded values and fetched blocks (default 256M)", OptionUse::Source},
-    {"threads", "N", "a mount's request threads (default 16); Python's readers (default: one per core)",
+    {"cache_size", "SIZE",
+     "memory for decoded values and, for a remote source, half of it for fetched blocks (default 256M; sizes take "
+     "K, M, G, T in any case: 512M, 512m, 512MiB)",
      OptionUse::Source},
-    {"export_dtype", "keep|bf16|f16|f32", "the dtypes of model.safetensors (default keep)", OptionUse::Mount},
-    {"model", "PATH", "the model of a folder that holds several (relative to the folder)", OptionUse::Source},
-    {"cache_dir", "DIR", "the disk cache (default $XDG_CACHE_HOME/tensorfs)", OptionUse::Source},
-    {"disk_cache_size", "SIZE", "what the disk cache may hold (default 10G; 0 turns it off)", OptionUse::Source},
+    {"threads", "N", "a mount's threads serving reads (1 to 1024, default 16); Python's readers (default: the cores)",
+     OptionUse::Source},
+    {"export_dtype", "keep|bf16|f16|f32",
+     "model.safetensors: keep (every dtype safetensors has; ggml quants as F32; the default), or bf16, f16, f32 for "
+     "every floating tensor (integers and bools keep theirs)",
+     OptionUse::Mount},
+    {"model", "PATH", "the model of a folder that holds several (relative to the folder, e.g. model=x-Q4_K_M.gguf)",
+     OptionUse::Source},
+    {"cache_dir", "DIR", "remote sources' disk cache (default $XDG_CACHE_HOME/tensorfs)", OptionUse::Source},
+    {"disk_cache_size", "SIZE", "the most the disk cache holds (default 10G; 0: none, else at least 1M)",
+     OptionUse::Source},
     {"max_connections", "N", "range requests in flight for read-ahead (1 to 64, default 16)", OptionUse::Source},
-    {"readahead", "SIZE", "how far ahead of a reader blocks are fetched at most (default 64M)", OptionUse::Source},
-    {"proxy", "URL", "the HTTP proxy of every request (default: http_proxy, HTTPS_PROXY...)", OptionUse::Source},
-    {"header", "NAME:VALUE", "a header every request carries (the option may be given again)", OptionUse::Source},
-    {"timeout", "SECONDS", "how long one read may wait for the network, retries included (default 20)",
+    {"readahead", "SIZE",
+     "how far ahead of a sequential reader to fetch, at most (default 64M, and at most a quarter of cache_size; a "
+     "mount warns when it cuts it)",
+     OptionUse::Source},
+    {"proxy", "URL",
+     "the HTTP proxy of every request (default: http_proxy, HTTPS_PROXY, ALL_PROXY; hosts in NO_PROXY go direct)",
+     OptionUse::Source},
+    {"header", "NAME:VALUE", "a header every request carries (repeat the option for more), e.g. "
+     "header=X-Dragonfly-Use-P2P:true", OptionUse::Source},
+    {"timeout", "SECONDS",
+     "how long one read may wait for the network, retries included (default 20); past it the read fails with EIO "
+     "and the mount goes on",
      OptionUse::Source},
     {"log_fd", "N", "the daemon's lines go to this open descriptor alone", OptionUse::Daemon},
     {"log_id", "TEXT", "what the daemon's lines name it by", OptionUse::Daemon},

@@ -60,8 +60,8 @@ private:
     std::uint64_t next_window_bytes_;    // the size of the next window: doubles up to a limit
 };
 
-// `text` between single quotes, with control bytes, quotes and backslashes written as \xNN, so that a name from a
-// file stays on one line of an error message.
+// `text` between single quotes, with control bytes, quotes, backslashes and bytes that are not UTF-8 written as \xNN,
+// so that a name from a file stays on one line of an error message and reaches a terminal as text.
 std::string in_quotes(std::string_view text);
 
 }  // namespace tensorfs::gguf

@@ -3,7 +3,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <mutex>
+#include <new>
 #include <vector>
 
 namespace tensorfs::python {
@@ -33,6 +35,21 @@ public:
         // the pages are faulted in as written.
         ::madvise(at, length, MADV_POPULATE_WRITE);
         return static_cast<char*>(at);
+    }
+
+    std::size_t release() {
+        std::vector<Kept> kept;
+        {
+            const std::lock_guard lock(mutex_);
+            kept.swap(kept_);
+            kept_bytes_ = 0;
+        }
+        std::size_t bytes = 0;
+        for (const Kept& mapping : kept) {
+            ::munmap(mapping.at, mapping.length);
+            bytes += mapping.length;
+        }
+        return bytes;
     }
 
     void give_back(char* at, std::size_t length) {
@@ -67,10 +84,18 @@ Mappings& mappings() {
 
 std::shared_ptr<char> array_memory(std::size_t bytes) {
     static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-    const std::size_t length = (bytes + page - 1) / page * page;
-    char* at = mappings().take(length);
-    if (at == nullptr) return nullptr;
-    return std::shared_ptr<char>(at, [length](char* memory) { mappings().give_back(memory, length); });
+    if (bytes >= kLargeArray) {
+        const std::size_t length = (bytes + page - 1) / page * page;
+        if (char* at = mappings().take(length)) {
+            return std::shared_ptr<char>(at, [length](char* memory) { mappings().give_back(memory, length); });
+        }
+    }
+    // At least one byte: an empty array still has an address.
+    constexpr std::align_val_t kAlignment{64};
+    auto* at = static_cast<char*>(::operator new(std::max<std::size_t>(bytes, 1), kAlignment));
+    return std::shared_ptr<char>(at, [](char* memory) { ::operator delete(memory, kAlignment); });
 }
+
+std::size_t release_kept_memory() { return mappings().release(); }
 
 }  // namespace tensorfs::python

@@ -1,6 +1,7 @@
 #include "array_plan.hpp"
 
 #include <array>
+#include <cstring>
 
 #include "tensorfs/safetensors_dtypes.hpp"
 
@@ -38,6 +39,9 @@ constexpr std::array<DtypeRow, 20> kDtypes{{
     {"F8_E5M2FNUZ", "", "float8_e5m2fnuz", 1},
     {"F8_E8M0", "", "float8_e8m0fnu", 1},
 }};
+
+// The signed integers that hold every value of an unsigned one a torch may lack: the row of twice its size.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kWider{{{"U16", "I32"}, {"U32", "I64"}}};
 
 const DtypeRow* row_of(std::string_view safetensors) {
     for (const DtypeRow& row : kDtypes) {
@@ -104,12 +108,21 @@ std::optional<ArrayPlan> plan_array(const Tensor& tensor, Framework framework, s
     }
     const TypeTraits& type = *tensor.type;
     const auto safetensors = safetensors_dtype_of(type);
-    const DtypeRow* row = row_of(safetensors.value_or(type.name));
-    const bool keeps_its_dtype = !requested || !type.has_dequant() || is_integer_dtype(safetensors.value_or(""));
-    if (keeps_its_dtype) {
+    const std::string_view name = safetensors.value_or(type.name);
+    const DtypeRow* row = row_of(name);
+    const bool integer = is_integer_dtype(name);
+    if (!requested || !type.has_dequant() || integer) {
         if (auto stored = as_stored(row, framework, torch_has)) return stored;
-        if (!type.has_dequant()) return std::nullopt;
-        // No dtype of the framework for it (torch 1.13's missing uint16): the values asked for, else float32.
+        for (const auto& [narrow, wide] : kWider) {
+            if (narrow != name) continue;
+            if (auto wider = as_stored(row_of(wide), framework, torch_has)) {
+                wider->widened_from = row->bytes;
+                return wider;
+            }
+        }
+        // No exact dtype (a uint64 in a torch without one): only the values asked for, never rounded unasked.
+        if (!type.has_dequant() || (integer && !requested)) return std::nullopt;
+        // No dtype of the framework for a floating type (float8 in numpy): its values, in float32 unless asked.
         return as_view(requested.value_or(ValueView::F32), framework);
     }
     // A floating tensor already stored in the asked encoding is its stored bytes, as the mount's view serves them.
@@ -121,8 +134,40 @@ std::optional<ArrayPlan> plan_array(const Tensor& tensor, Framework framework, s
     return as_view(*requested, framework);
 }
 
+std::string array_dtype_name(const ArrayPlan& plan) {
+    for (const DtypeRow& row : kDtypes) {
+        const std::string_view dtype = plan.torch_dtype.empty() ? row.numpy : row.torch;
+        if (dtype != (plan.torch_dtype.empty() ? plan.numpy_dtype : plan.torch_dtype)) continue;
+        return row.safetensors == "complex128" ? "C128" : std::string(row.safetensors);
+    }
+    return plan.torch_dtype.empty() ? plan.numpy_dtype : plan.torch_dtype;
+}
+
 std::string stored_dtype_name(const Tensor& tensor) {
     return std::string(safetensors_dtype_of(*tensor.type).value_or(tensor.type->name));
+}
+
+namespace {
+
+template <typename Narrow, typename Wide>
+void widen(char* array, std::uint64_t count) {
+    const char* stored = array + count * sizeof(Narrow);
+    for (std::uint64_t i = 0; i < count; ++i) {
+        Narrow value;
+        std::memcpy(&value, stored + i * sizeof(Narrow), sizeof(Narrow));
+        const Wide wide = value;
+        std::memcpy(array + i * sizeof(Wide), &wide, sizeof(Wide));
+    }
+}
+
+}  // namespace
+
+void widen_in_place(char* array, std::uint64_t count, std::size_t from) {
+    if (from == 2) {
+        widen<std::uint16_t, std::int32_t>(array, count);
+    } else {
+        widen<std::uint32_t, std::int64_t>(array, count);
+    }
 }
 
 }  // namespace tensorfs::python

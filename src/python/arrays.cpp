@@ -3,8 +3,6 @@
 #include <limits>
 #include <string>
 
-#include "array_memory.hpp"
-
 namespace py = pybind11;
 
 namespace tensorfs::python {
@@ -77,27 +75,6 @@ bool ArrayMaker::torch_has(std::string_view dtype) const {
 
 std::optional<ArrayPlan> ArrayMaker::plan(const Tensor& tensor, std::optional<ValueView> requested) const {
     return plan_array(tensor, framework_, requested, [this](std::string_view dtype) { return torch_has(dtype); });
-}
-
-ArrayMaker::Allocated ArrayMaker::allocate(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape) const {
-    const py::tuple dims = python_shape(shape);
-    std::uint64_t bytes = plan.item_bytes;
-    for (const std::uint64_t dim : shape) bytes *= dim;
-    if (bytes >= kLargeArray) {
-        if (const std::shared_ptr<char> memory = array_memory(static_cast<std::size_t>(bytes))) {
-            py::object array = over(plan, shape, memory, memory.get(), true);
-            return {std::move(array), memory.get()};
-        }
-    }
-    if (framework_ == Framework::Numpy) {
-        py::object array = module_.attr("empty")(dims, py::arg("dtype") = plan.numpy_dtype);
-        // Its elements' address, through the buffer protocol (a new array is C-contiguous and writable).
-        const py::buffer_info elements = py::reinterpret_borrow<py::buffer>(array).request(true);
-        return {std::move(array), elements.ptr};
-    }
-    py::object tensor = module_.attr("empty")(dims, py::arg("dtype") = module_.attr(plan.torch_dtype.c_str()));
-    void* data = reinterpret_cast<void*>(tensor.attr("data_ptr")().cast<std::uintptr_t>());
-    return {std::move(tensor), data};
 }
 
 py::object ArrayMaker::over(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape,

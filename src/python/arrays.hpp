@@ -1,5 +1,5 @@
-// The arrays the module returns, numpy arrays or torch tensors: either allocated, to be written once by the engine,
-// or laid over memory the module holds (a mapping of the source file, or array_memory.hpp's pages). Both frameworks
+// The arrays the module returns, numpy arrays or torch tensors, laid over memory the module holds: a mapping of the
+// source file, or array_memory.hpp's memory that the engine wrote. Both frameworks
 // are reached through their Python calls and the buffer protocol only (numpy.frombuffer, torch.frombuffer), never
 // pybind11's numpy API: torch tensors need no numpy, and the module works with numpy 1 and 2 alike (pybind11 before
 // 2.12 reads numpy 1's array descriptors, which numpy 2 changed).
@@ -32,17 +32,10 @@ public:
     // plan_array for this framework.
     std::optional<ArrayPlan> plan(const Tensor& tensor, std::optional<ValueView> requested) const;
 
-    // A new array of the plan's dtype and `shape`, not initialized, and where its elements go: of a large one, memory
-    // of array_memory.hpp (pages a released array had, when there are); of a small one, the framework's own
-    // (numpy.empty, torch.empty).
-    struct Allocated {
-        pybind11::object array;
-        void* data;
-    };
-    Allocated allocate(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape) const;
     // The framework's array over `bytes`, which lie in `memory` and stay valid while the array (or a view of it)
     // lives. Over a mapping of a file (not `writable`): read-only for numpy; writable for torch, which has no
-    // read-only tensors (a write changes this process's copy-on-write pages only, never the file).
+    // read-only tensors (a write changes this process's copy-on-write pages only, never the file). Over
+    // array_memory.hpp's memory: `writable`.
     pybind11::object over(const ArrayPlan& plan, const std::vector<std::uint64_t>& shape,
                           const std::shared_ptr<char>& memory, const char* bytes, bool writable = false) const;
 

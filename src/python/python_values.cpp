@@ -25,6 +25,12 @@ std::string name_from_python(const py::handle& name) {
     return py::reinterpret_steal<py::bytes>(bytes).cast<std::string>();
 }
 
+std::string source_text(const py::handle& source) {
+    const py::module_ os = py::module_::import("os");
+    const py::object path = os.attr("fspath")(source);
+    return os.attr("fsencode")(path).cast<std::string>();
+}
+
 py::object json_to_python(const nlohmann::ordered_json& value) {
     switch (value.type()) {
         case nlohmann::ordered_json::value_t::object: {

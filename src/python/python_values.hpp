@@ -1,5 +1,5 @@
 // Values crossing into Python and back: tensor names (which may hold any bytes: GGUF strings are not checked for
-// UTF-8) and the engine's JSON documents (model.json, diff's rows).
+// UTF-8), SOURCEs, and the engine's JSON documents (model.json, diff's rows).
 #pragma once
 
 #include <string>
@@ -14,6 +14,9 @@ namespace tensorfs::python {
 pybind11::str name_to_python(const std::string& name);
 // A str (encoded back with surrogateescape) or bytes. Raises TypeError for anything else.
 std::string name_from_python(const pybind11::handle& name);
+
+// A SOURCE as the command takes it: a str or a path (os.fspath), as the file system's bytes (os.fsencode).
+std::string source_text(const pybind11::handle& source);
 
 // Objects as dicts (in their order), arrays as lists; strings that are not UTF-8 get U+FFFD for the bad bytes, as
 // the JSON files of a mount do.

@@ -1,9 +1,14 @@
 #include "safe_open.hpp"
 
+#include <algorithm>
+#include <numeric>
+
 #include <nlohmann/json.hpp>
 
+#include "array_memory.hpp"
+#include "interruptible.hpp"
 #include "python_values.hpp"
-#include "tensorfs/json_files.hpp"
+#include "tensorfs/errors.hpp"
 
 namespace py = pybind11;
 
@@ -14,6 +19,12 @@ namespace {
 std::string metadata_text(const nlohmann::ordered_json& value) {
     if (value.is_string()) return value.get<std::string>();
     return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+py::list names_of(const Catalog& catalog, const std::vector<std::uint32_t>& order) {
+    py::list names;
+    for (const std::uint32_t tensor : order) names.append(name_to_python(catalog.tensors[tensor].name));
+    return names;
 }
 
 }  // namespace
@@ -29,61 +40,79 @@ std::shared_ptr<const Engine> SafeOpen::model() const {
 }
 
 std::uint32_t SafeOpen::index_of(const Engine& model, const py::handle& name) const {
-    const auto index = model.find(name_from_python(name));
-    if (!index) throw py::key_error(py::repr(name));
-    return *index;
+    const std::string wanted = name_from_python(name);
+    if (const auto index = model.find(wanted)) return *index;
+    const std::string meant = model.nearest_name(wanted);
+    throw py::key_error(single_line(model.source()) + ": no tensor named '" + single_line(wanted) + "'" +
+                        (meant.empty() ? "" : "; did you mean '" + single_line(meant) + "'?"));
 }
 
-TensorReader SafeOpen::reader() const { return TensorReader(model(), framework_, dtype_); }
-
-py::object SafeOpen::on_device(py::object tensor) const {
-    if (device_ == "cpu") return tensor;
-    return tensor.attr("to")(device_);
-}
+TensorReader SafeOpen::reader() const { return TensorReader(model(), framework_, dtype_, device_); }
 
 py::list SafeOpen::keys() const {
     const auto opened = model();
-    py::list names;
-    for (const Tensor& tensor : opened->catalog().tensors) names.append(name_to_python(tensor.name));
-    return names;
+    const Catalog& catalog = opened->catalog();
+    std::vector<std::uint32_t> order(catalog.tensors.size());
+    std::iota(order.begin(), order.end(), 0);
+    // By their bytes, as safetensors sorts its Rust strings: for UTF-8 the order of code points, as Python's sorted().
+    std::sort(order.begin(), order.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return catalog.tensors[a].name < catalog.tensors[b].name; });
+    return names_of(catalog, order);
 }
 
-py::object SafeOpen::metadata() const {
+py::list SafeOpen::offset_keys() const {
+    const auto opened = model();
+    const Catalog& catalog = opened->catalog();
+    std::vector<std::uint32_t> order(catalog.tensors.size());
+    std::iota(order.begin(), order.end(), 0);
+    // A safetensors header lists its tensors in any order (sorted by name, as safetensors writes them); GGUF and
+    // PyTorch checkpoints list theirs in an order of their own, which the catalog keeps.
+    if (catalog.format == "safetensors") {
+        std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+            const Tensor &x = catalog.tensors[a], &y = catalog.tensors[b];
+            return x.file != y.file ? x.file < y.file : x.offset < y.offset;
+        });
+    }
+    return names_of(catalog, order);
+}
+
+py::dict SafeOpen::metadata() const {
     const auto opened = model();
     const nlohmann::ordered_json& metadata = opened->catalog().metadata;
-    // safetensors gives None for a file without __metadata__.
-    if (metadata.empty()) return py::none();
+    // What torch's safetensors writers put in __metadata__, which loaders check ("pt": tensors for torch), first;
+    // then the source's own metadata, whose "format" (a safetensors file's "tf", "np") stays as the file has it.
     py::dict texts;
+    texts["format"] = "pt";
     for (const auto& [key, value] : metadata.items()) texts[name_to_python(key)] = name_to_python(metadata_text(value));
     return texts;
 }
 
 py::object SafeOpen::get_tensor(const py::handle& name) const {
     const TensorReader reader = this->reader();
-    return on_device(reader.whole(index_of(reader.model(), name)));
+    return reader.whole(index_of(reader.model(), name));
 }
 
 py::bytes SafeOpen::raw(const py::handle& name) const {
     const auto opened = model();
-    const Tensor& tensor = opened->catalog().tensors[index_of(*opened, name)];
-    // A bytes object of the right size, written once in place while the GIL is released.
-    PyObject* bytes = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(tensor.nbytes));
-    if (bytes == nullptr) throw py::error_already_set();
-    py::bytes result = py::reinterpret_steal<py::bytes>(bytes);
-    char* out = PyBytes_AS_STRING(bytes);
-    {
-        const py::gil_scoped_release unlocked;
-        if (tensor.nbytes > 0) opened->files().read_of_tensor(tensor, tensor.offset, tensor.nbytes, out);
-    }
-    return result;
+    const std::uint32_t index = index_of(*opened, name);
+    const std::uint64_t nbytes = opened->catalog().tensors[index].nbytes;
+    auto bytes = std::make_shared<std::shared_ptr<char>>();
+    run_interruptibly(
+        [opened, index, nbytes, bytes](const std::atomic<bool>&) {
+            *bytes = array_memory(nbytes);
+            const Tensor& tensor = opened->catalog().tensors[index];
+            if (nbytes > 0) opened->files().read_of_tensor(tensor, tensor.offset, nbytes, bytes->get());
+        },
+        brief(*opened, nbytes));
+    return py::bytes(bytes->get(), static_cast<py::ssize_t>(nbytes));
 }
 
 py::list SafeOpen::files() const {
     const auto opened = model();
-    const nlohmann::ordered_json listing = folder_files_json(opened->folder());
+    // As model.json lists them (info()["files"]): the model's own files, no side file, no request.
     py::list files;
-    for (const char* part : {"side_files", "source"}) {
-        for (const auto& file : listing[part]) files.append(json_to_python(file));
+    for (const SourceFile& file : opened->catalog().files) {
+        files.append(json_to_python({{"path", file.display}, {"size", file.size}}));
     }
     return files;
 }
@@ -109,12 +138,12 @@ py::list Slice::get_shape() const {
     return shape;
 }
 
-std::string Slice::get_dtype() const { return stored_dtype_name(handle().model()->catalog().tensors[tensor_]); }
+std::string Slice::get_dtype() const { return array_dtype_name(handle().reader().plan(tensor_)); }
 
 py::object Slice::getitem(const py::handle& key) const {
     const TensorReader reader = handle().reader();
     const Selection selection = select(reader.model().catalog().tensors[tensor_].shape, key);
-    return handle().on_device(reader.part(tensor_, selection));
+    return reader.part(tensor_, selection);
 }
 
 }  // namespace tensorfs::python

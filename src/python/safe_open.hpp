@@ -19,21 +19,23 @@ public:
     SafeOpen(std::shared_ptr<const Engine> model, Framework framework, std::optional<ValueView> dtype,
              std::string device);
 
+    // The names sorted, as safetensors gives them; offset_keys() in the order of their bytes in the files (GGUF,
+    // PyTorch: the order of the file's own list).
     pybind11::list keys() const;
-    pybind11::object metadata() const;
+    pybind11::list offset_keys() const;
+    pybind11::dict metadata() const;
     pybind11::object get_tensor(const pybind11::handle& name) const;
     pybind11::bytes raw(const pybind11::handle& name) const;
     pybind11::list files() const;
     void close();
     std::string repr() const;
 
-    // The opened model (ValueError when closed) and the index of the tensor `name` (KeyError when unknown).
+    // The opened model (ValueError when closed) and the index of the tensor `name` (KeyError when unknown, with the
+    // name it most likely means).
     std::shared_ptr<const Engine> model() const;
     std::uint32_t index_of(const Engine& model, const pybind11::handle& name) const;
-    // A reader for this handle's framework and dtype.
+    // A reader for this handle's framework, dtype and device.
     TensorReader reader() const;
-    // A tensor as the caller gets it: moved to the handle's device when that is not the CPU.
-    pybind11::object on_device(pybind11::object tensor) const;
 
 private:
     mutable std::mutex mutex_;
@@ -49,6 +51,7 @@ public:
     Slice(pybind11::object handle, std::uint32_t tensor);
 
     pybind11::list get_shape() const;
+    // The dtype of what [...] and get_tensor return for the handle's framework and dtype, in safetensors' spelling.
     std::string get_dtype() const;
     pybind11::object getitem(const pybind11::handle& key) const;
 

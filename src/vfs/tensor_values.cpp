@@ -177,7 +177,9 @@ void write_elements(const SourceFiles& files, const Tensor& tensor, std::optiona
 }
 
 void write_element_runs(const SourceFiles& files, const Tensor& tensor, std::optional<ValueView> view,
-                        std::span<const ElementRun> runs, void* out, unsigned threads) {
+                        std::span<const ElementRun> runs, void* out, unsigned threads,
+                        const std::atomic<bool>* stop) {
+    const auto stopped = [stop] { return stop != nullptr && stop->load(std::memory_order_relaxed); };
     // The runs one after the other, cut into pieces of about kPieceBytes of output each written where it goes.
     const std::uint64_t per_piece = piece_elements(tensor, view);
     const std::size_t bytes = element_bytes(tensor, view);
@@ -199,6 +201,7 @@ void write_element_runs(const SourceFiles& files, const Tensor& tensor, std::opt
     if (tensor.strided()) {
         // A strided view's elements are gathered one by one: each piece fetches exactly what it spans.
         return in_parallel(pieces.size(), threads, [&](std::size_t index) {
+            if (stopped()) return;
             const SelectedPiece& piece = pieces[index];
             write_elements(files, tensor, view, piece.first, piece.count, piece.out, Fetch::Exact);
         });
@@ -216,13 +219,14 @@ void write_element_runs(const SourceFiles& files, const Tensor& tensor, std::opt
     }
     batches.push_back(pieces.size());
     in_parallel(batches.size() - 1, threads, [&](std::size_t index) {
+        if (stopped()) return;
         const std::span<const SelectedPiece> all(pieces);
         write_selected(files, tensor, view, all.subspan(batches[index], batches[index + 1] - batches[index]));
     });
 }
 
 void write_tensors(const Catalog& catalog, const SourceFiles& files, std::span<const TensorOutput> outputs,
-                   unsigned threads) {
+                   unsigned threads, const std::atomic<bool>* stop) {
     struct Piece {
         const TensorOutput* output;
         std::uint64_t first;
@@ -237,6 +241,7 @@ void write_tensors(const Catalog& catalog, const SourceFiles& files, std::span<c
         }
     }
     in_parallel(pieces.size(), threads, [&](std::size_t index) {
+        if (stop != nullptr && stop->load(std::memory_order_relaxed)) return;
         const Piece& piece = pieces[index];
         const Tensor& tensor = catalog.tensors[piece.output->tensor];
         auto* out = static_cast<std::uint8_t*>(piece.output->out) +

@@ -9,13 +9,16 @@ import torch
 from tensorfs_mount import read_file, run, same_floats
 
 # Stored dtypes each framework keeps as they are with dtype=None (safetensors, ggml and PyTorch spellings); the
-# others come back as float32. torch 1.13 has no uint16/32/64 and no float8.
+# others come back as float32, but for the unsigned integers torch lacks (1.13 has no uint16/32/64, and no float8):
+# uint16 and uint32 come back widened to int32 and int64, uint64 is refused unless a float dtype is asked for.
 NUMPY_KEEPS = {"F64", "F32", "F16", "I64", "I32", "I16", "I8", "U8", "BOOL", "U16", "U32", "U64", "C64",
                "float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool", "complex64",
                "complex128"}
 TORCH_KEEPS = (NUMPY_KEEPS - {"U16", "U32", "U64"}) | {"BF16", "bfloat16"}
 INTEGERS = {"I64", "I32", "I16", "I8", "U8", "BOOL", "U16", "U32", "U64",
             "int64", "int32", "int16", "int8", "uint8", "bool"}
+WIDENED = {dtype: stored for dtype, stored, name in (("U16", "<u2", "uint16"), ("U32", "<u4", "uint32"))
+           if not hasattr(torch, name)}
 VIEW_FILES = {None: "dequant.f32", "f32": "dequant.f32", "bf16": "dequant.bf16", "f16": "dequant.f16"}
 
 
@@ -41,6 +44,12 @@ def as_numpy(array):
     return array
 
 
+def refused(dtype_name, framework, dtype):
+    """Whether a tensor stored as `dtype_name` is refused (TypeError) for `framework` and `dtype`: a uint64 in a
+    torch without uint64, no float dtype asked for."""
+    return framework == "pt" and dtype is None and dtype_name == "U64" and not hasattr(torch, "uint64")
+
+
 class MountedTensor:
     """One tensor of a mount: its meta.json and its files' bytes, read through the kernel."""
 
@@ -55,6 +64,11 @@ class MountedTensor:
         """That `array` (get_tensor or load with `framework` and `dtype`) holds what this mount's files hold."""
         meta = self.meta
         assert list(array.shape) == meta["shape"], meta["name"]
+        if framework == "pt" and meta["dtype"] in WIDENED:
+            assert array.dtype in (torch.int32, torch.int64), meta["name"]
+            stored = np.frombuffer(self.file("raw"), WIDENED[meta["dtype"]])
+            assert np.array_equal(array.numpy().ravel(), stored), meta["name"]
+            return
         keeps = NUMPY_KEEPS if framework == "np" else TORCH_KEEPS
         stored = meta["dtype"] in keeps and (dtype is None or meta["dtype"] in INTEGERS or meta["dequant"] is None)
         if not stored:

@@ -1,10 +1,12 @@
 """Bad input raises the documented errors and never crashes the process: a source that does not exist
 (tensorfs.SourceNotFoundError, also FileNotFoundError), every file of the malformed corpora with the command's own
-message (tensorfs.Error), hostile pickles refused without running anything, unknown or mount-only options
-(TypeError), bad values (ValueError), unknown tensor names (KeyError) and closed handles (ValueError)."""
+message (tensorfs.Error) with a file's bytes escaped, hostile pickles refused without running anything, unknown or
+mount-only options (TypeError), bad values (ValueError), unknown tensor names (KeyError) and closed handles
+(ValueError)."""
 import errno
 import json
 import os
+import re
 
 import pytest
 
@@ -128,3 +130,18 @@ def test_slice_keys():
                            ((0, [1]), TypeError)):
             with pytest.raises(error):
                 part[key]
+
+
+def test_a_bad_magic_reaches_no_terminal_raw(tmp_path):
+    """A file's bytes in a message (a bad magic, its 4 bytes: 0x89 is no UTF-8, ESC starts a terminal's command) come
+    escaped, from the command and the module alike."""
+    path = str(tmp_path / "bad.gguf")
+    with open(path, "wb") as f:
+        f.write(b"\x89\x1b[2J" + bytes(60))
+    command = run("info", path, text=False)
+    assert command.returncode != 0
+    text = command.stderr.decode("utf-8")   # strict: a raw 0x89 would raise here
+    assert "'\\x89\\x1B[2'" in text and not re.search(r"[\x00-\x09\x0b-\x1f\x7f]", text), text
+    with pytest.raises(tensorfs.Error) as raised:
+        tensorfs.safe_open(path)
+    assert "'\\x89\\x1B[2'" in str(raised.value)

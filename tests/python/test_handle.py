@@ -5,6 +5,7 @@ the module's own, dtypes, model=, and help(tensorfs)."""
 import concurrent.futures
 import importlib.metadata
 import json
+import math
 import os
 import pydoc
 import shutil
@@ -40,26 +41,57 @@ def test_metadata_as_safetensors_gives_it(tmp_path):
     with tensorfs.safe_open(MIXED) as f:
         metadata = f.metadata()
         info = json.loads(command_json("info", "--json", MIXED))["metadata"]
-        assert list(metadata) == list(info)
+        assert list(metadata) == ["format"] + list(info) and metadata["format"] == "pt"
         for key, value in info.items():
             assert metadata[key] == value if isinstance(value, str) else json.loads(metadata[key]) == value, key
     plain = str(tmp_path / "plain.safetensors")
     write_safetensors(plain, [("x", "F32", [2], np.array([1, 2], "<f4").tobytes())])
     with tensorfs.safe_open(plain) as f:
-        assert f.metadata() is None
+        assert f.metadata() == {"format": "pt"}   # always, as loaders check it
+
+
+FIGURES = ("max_abs_diff", "rmse", "relative_rmse", "cosine", "snr_db")
+
+
+def figures_as_floats(row):
+    """A row of `tensorfs diff --json` with its figures as Python floats: JSON's "inf" and "-inf" strings as
+    infinities, null as nan."""
+    row = dict(row)
+    for key in FIGURES:
+        if key in row:
+            row[key] = math.nan if row[key] is None else float(row[key])
+    if "worst" in row:
+        row["worst"] = [figures_as_floats(worst) for worst in row["worst"]]
+    return row
 
 
 def test_info_files_and_diff_are_the_commands():
     for source in (MIXED, SHARDED, SPLIT):
-        assert tensorfs.info(source) == json.loads(command_json("info", "--json", source))
-        listing = json.loads(command_json("ls", "--files", "--json", source))
+        info = json.loads(command_json("info", "--json", source))
+        assert tensorfs.info(source) == info
         with tensorfs.safe_open(source) as f:
-            assert f.files() == listing["side_files"] + listing["source"]
+            assert f.files() == info["files"] and len(f.files()) >= 1
     for a, b, kwargs, flags in ((TINY, SPLIT, {}, []), (SHARDED, TINY, {"names": "auto"}, []),
                                 (MIXED, MIXED, {"tensors": "blk.0.q*"}, ["--tensors", "blk.0.q*"])):
         rows = [json.loads(line) for line in command_json("diff", "--json", *flags, a, b).splitlines()]
-        assert tensorfs.diff(a, b, **kwargs) == rows
+        got = tensorfs.diff(a, b, **kwargs)
+        # nan == nan only as text: the rows are compared as JSON.
+        assert json.dumps(got) == json.dumps([figures_as_floats(row) for row in rows])
         assert rows[-1]["kind"] == "summary"
+        for row in got:
+            assert all(isinstance(row[key], float) for key in FIGURES if key in row), row
+    identical = tensorfs.diff(MIXED, MIXED, tensors="blk.0.f32.weight")
+    assert identical[0]["snr_db"] == math.inf and identical[0]["max_abs_diff"] == 0.0
+
+
+def test_info_of_a_folder_of_several_models_is_the_commands(tmp_path):
+    for name in ("a.gguf", "b.gguf"):
+        os.symlink(MIXED if name == "a.gguf" else TINY, tmp_path / name)
+    info = json.loads(command_json("info", "--json", str(tmp_path)))
+    assert [model["path"] for model in info["models"]] == ["a.gguf", "b.gguf"]
+    assert tensorfs.info(str(tmp_path)) == info
+    picked = json.loads(command_json("info", "--json", "--model", "b.gguf", str(tmp_path)))
+    assert picked["tensor_count"] == 21 and tensorfs.info(str(tmp_path), model="b.gguf") == picked
 
 
 def test_slices_are_the_parts_of_whole_tensors():
@@ -78,12 +110,16 @@ def test_slices_are_the_parts_of_whole_tensors():
                         assert tuple(got.shape) == tuple(expected.shape), (name, key)
                         assert got.dtype == expected.dtype
                         assert array_bytes(got) == array_bytes(expected), (name, key)
-    with tensorfs.safe_open(MIXED) as f:
-        assert f.get_slice("blk.0.q4_k.weight").get_dtype() == "Q4_K"
-        assert f.get_slice("blk.0.bf16.weight").get_dtype() == "BF16"
-        assert f.get_slice("blk.0.f32.weight").get_dtype() == "F32"
+    # get_dtype() names the dtype of what get_tensor and [...] give, in safetensors' spelling.
+    for framework, dtype, names in (("pt", None, {"blk.0.q4_k.weight": "F32", "blk.0.bf16.weight": "BF16"}),
+                                    ("np", None, {"blk.0.q4_k.weight": "F32", "blk.0.bf16.weight": "F32"}),
+                                    ("pt", "bf16", {"blk.0.q4_k.weight": "BF16", "blk.0.f32.weight": "BF16"}),
+                                    ("np", "f16", {"blk.0.q4_k.weight": "F16", "blk.0.f32.weight": "F16"})):
+        with tensorfs.safe_open(MIXED, framework=framework, dtype=dtype) as f:
+            for name, expected in names.items():
+                assert f.get_slice(name).get_dtype() == expected, (framework, dtype, name)
     with tensorfs.safe_open(ALL_DTYPES) as f:
-        assert f.get_slice("dtype.u16").get_dtype() == "U16"
+        assert f.get_slice("dtype.u16").get_dtype() == "I32" and f.get_tensor("dtype.u16").dtype == torch.int32
         assert f.get_slice("scalar.f32")[...].shape == ()
 
 
@@ -169,9 +205,9 @@ def test_dtypes():
         assert f.get_tensor("dtype.i32").dtype == np.int32     # integers keep theirs
     with tensorfs.safe_open(ALL_DTYPES, framework="pt", dtype=torch.float16) as f:
         assert f.get_tensor("dtype.bf16").dtype == torch.float16
-        assert f.get_tensor("dtype.u16").dtype == torch.float16   # torch 1.13 has no uint16: the dtype asked for
+        assert f.get_tensor("dtype.u16").dtype == torch.int32     # torch 1.13 has no uint16: int32 holds its values
     with tensorfs.safe_open(ALL_DTYPES, framework="pt") as f:
-        assert f.get_tensor("dtype.u16").dtype == torch.float32   # ... else float32
+        assert f.get_tensor("dtype.u32").dtype == torch.int64     # ... and no uint32: int64
     with tensorfs.safe_open(MIXED, framework="pt") as f:
         assert f.get_tensor("blk.0.q4_k.weight").dtype == torch.float32
         assert f.get_tensor("blk.0.bf16.weight").dtype == torch.bfloat16
@@ -189,10 +225,14 @@ def test_a_folder_of_several_models_needs_model(tmp_path):
 
 def test_help_and_metadata_of_the_package():
     text = pydoc.render_doc(tensorfs)
-    for word in ("safe_open", "load", "info", "diff", "get_slice", "get_tensor", "SourceNotFoundError"):
+    for word in ("safe_open", "load", "info", "diff", "get_slice", "get_tensor", "offset_keys", "release_memory",
+                 "SourceNotFoundError"):
         assert word in text
     assert "Returns a SafeOpen" in pydoc.render_doc(tensorfs.safe_open)
     assert tensorfs.__license__ == "Apache-2.0"
     assert importlib.metadata.metadata("tensorfs")["License"] == "Apache-2.0"
     assert importlib.metadata.version("tensorfs") == tensorfs.__version__
-    assert tensorfs.safe_open.__module__ == "tensorfs"
+    assert tensorfs.safe_open.__module__ == "tensorfs" and tensorfs.release_memory.__module__ == "tensorfs"
+    stubs = os.path.join(os.path.dirname(tensorfs.__file__), "__init__.pyi")
+    with open(stubs) as f:
+        assert "def release_memory() -> int" in f.read()

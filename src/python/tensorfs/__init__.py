@@ -34,6 +34,7 @@ from tensorfs._tensorfs import (
     diff,
     info,
     load,
+    release_memory,
     safe_open,
 )
 
@@ -44,6 +45,7 @@ __all__ = [
     "load",
     "info",
     "diff",
+    "release_memory",
     "SafeOpen",
     "Slice",
     "Error",
