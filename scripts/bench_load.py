@@ -70,14 +70,16 @@ def ensure_tools():
                        env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
 
 
-def write_model(folder, scale, tensors=64, file_name="model.safetensors"):
+def write_model(folder, scale, tensors=64, file_name="model.safetensors", columns=None):
     """model.safetensors: `tensors` BF16 tensors of 16 MiB x scale, random bits (a few random 16 MiB patterns, so that
-    a 16 GiB model is written at the disk's speed, not numpy's)."""
-    tensor_bytes = max(MIB, int(16 * MIB * scale)) // 2 * 2
+    a 16 GiB model is written at the disk's speed, not numpy's); each of one dimension, or of rows of `columns`."""
+    row_bytes = 2 * (columns or 1)
+    tensor_bytes = max(MIB, int(16 * MIB * scale)) // row_bytes * row_bytes
+    shape = [tensor_bytes // row_bytes, columns] if columns else [tensor_bytes // 2]
     names = [f"layers.{i}.weight" for i in range(tensors)]
     header, offset = {}, 0
     for name in names:
-        header[name] = {"dtype": "BF16", "shape": [tensor_bytes // 2], "data_offsets": [offset, offset + tensor_bytes]}
+        header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [offset, offset + tensor_bytes]}
         offset += tensor_bytes
     text = json.dumps(header).encode()
     text += b" " * (-len(text) % 8)

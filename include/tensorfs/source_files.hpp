@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "tensorfs/catalog.hpp"
@@ -32,6 +33,9 @@ public:
     void read_exact(std::uint32_t file, std::uint64_t offset, std::size_t length, void* dst) const {
         files_[file]->read(offset, length, dst);
     }
+
+    // SourceObject::read_runs of file `file`: the parts of a tensor's rows that a slice selects.
+    void read_runs(std::uint32_t file, std::span<const SourceObject::Run> runs) const { files_[file]->read_runs(runs); }
 
     // The same for bytes of `tensor`, at `offset` in its file, read as part of a reader's stream: a remote file
     // follows the stream and reads ahead of it (SourceObject::read_following).

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +56,18 @@ public:
     // read(), for a read that is part of a stream a reader may go on reading in order (a tensor's bytes, a file the
     // tree shows whole): an object that reads ahead of sequential readers follows it. Local files just read.
     virtual void read_following(std::uint64_t offset, std::size_t length, void* dst) const;
+
+    // Runs of bytes spread over a part of the file, each read to its own place: the parts of a tensor's rows that a
+    // slice selects. In the order of their offsets, none overlapping another, each inside size(). A remote object
+    // fetches the whole blocks that hold runs lying close together (a column slice touches every row: one range for
+    // many rows, and each block once across the processes that share the disk cache, never a range per row), and
+    // exactly the bytes of a run on its own, as read(); a local file reads each run. Throws IoError as read() does.
+    struct Run {
+        std::uint64_t offset;
+        std::size_t length;
+        void* dst;
+    };
+    virtual void read_runs(std::span<const Run> runs) const;
 
     // The bytes [offset, offset + length) in a read-only mapping, for a reply the kernel copies straight from the
     // page cache; never to be read by this process (a file truncated since raises SIGBUS there, whereas the kernel

@@ -26,6 +26,24 @@ enum class Fetch : std::uint8_t {
 void write_elements(const SourceFiles& files, const Tensor& tensor, std::optional<ValueView> view,
                     std::uint64_t first, std::uint64_t count, void* out, Fetch fetch);
 
+// `repeat` runs of `count` elements of a tensor, contiguous in C order, the first at element `first`, each `stride`
+// elements after the one before: part of what a slice selects.
+struct ElementRun {
+    std::uint64_t first;
+    std::uint64_t count;
+    std::uint64_t repeat = 1;
+    std::uint64_t stride = 0;
+};
+
+// Writes the elements of `runs` (in the order of the tensor's elements) one after the other to `out`, as
+// write_elements writes each: their stored bytes read together, in batches of about 4 MiB of the file on up to
+// `threads` threads (SourceObject::read_runs: a remote file reads the runs of a column slice, which touches every
+// row, from whole blocks, not as a range per row). Not for quantized weights, whose values come whole rows at a
+// time. Throws IoError. Once `*stop` is set, the batches not yet begun are skipped (as write_tensors does).
+void write_element_runs(const SourceFiles& files, const Tensor& tensor, std::optional<ValueView> view,
+                        std::span<const ElementRun> runs, void* out, unsigned threads,
+                        const std::atomic<bool>* stop = nullptr);
+
 // One whole tensor to write: catalog index, view (as for write_elements) and where its elements go.
 struct TensorOutput {
     std::uint32_t tensor;

@@ -14,6 +14,10 @@ void SourceObject::read_following(std::uint64_t offset, std::size_t length, void
     read(offset, length, dst);
 }
 
+void SourceObject::read_runs(std::span<const Run> runs) const {
+    for (const Run& run : runs) read(run.offset, run.length, run.dst);
+}
+
 const char* SourceObject::mapped(std::uint64_t, std::size_t) const { return nullptr; }
 
 bool SourceObject::read_if_cached(std::uint64_t, std::size_t, void*) const { return false; }

@@ -7,16 +7,9 @@
 
 #include <pybind11/pybind11.h>
 
-namespace tensorfs::python {
+#include "tensorfs/tensor_values.hpp"  // ElementRun
 
-// `repeat` runs of `count` contiguous elements, the first at element `first` of the tensor (C order), each `stride`
-// elements after the one before.
-struct ElementRun {
-    std::uint64_t first;
-    std::uint64_t count;
-    std::uint64_t repeat = 1;
-    std::uint64_t stride = 0;
-};
+namespace tensorfs::python {
 
 struct Selection {
     std::vector<std::uint64_t> shape;   // of the result: an int index takes its dimension away

@@ -21,8 +21,6 @@ namespace {
 // Output bytes load() writes between two returns to Python, where that batch's arrays are made (and moved to the
 // device): enough for every thread to stream.
 constexpr std::uint64_t kBatchBytes = std::uint64_t{1} << 30;
-// Output bytes of one piece of a slice: one exact request each, several in flight.
-constexpr std::uint64_t kPieceBytes = std::uint64_t{4} << 20;
 
 // A whole tensor the engine writes, and the memory it goes to (allocated by the work that writes it).
 struct Output {
@@ -119,33 +117,7 @@ void write_quantized_part(const Engine& model, const Tensor& t, const ArrayPlan&
 void write_part(const Engine& model, const Tensor& t, const ArrayPlan& plan, const Selection& selection, char* out,
                 const std::atomic<bool>& stop) {
     if (t.quantization) return write_quantized_part(model, t, plan, selection, out, stop);
-    // Pieces of at most kPieceBytes, cut at the tensor's block borders, each written where it goes in the array.
-    struct Piece {
-        std::uint64_t first;
-        std::uint64_t count;
-        char* out;
-    };
-    const std::size_t element_bytes = plan.written_bytes();
-    const std::uint64_t per_block = t.type->block_elements;
-    const std::uint64_t per_piece = std::max<std::uint64_t>(1, kPieceBytes / element_bytes / per_block) * per_block;
-    std::vector<Piece> pieces;
-    for (const ElementRun& run : selection.runs) {
-        for (std::uint64_t r = 0; r < run.repeat; ++r) {
-            const std::uint64_t begin = run.first + r * run.stride;
-            const std::uint64_t end = begin + run.count;
-            for (std::uint64_t at = begin; at < end;) {
-                const std::uint64_t border = std::min(end, (at / per_piece + 1) * per_piece);
-                pieces.push_back(Piece{at, border - at, out});
-                out += (border - at) * element_bytes;
-                at = border;
-            }
-        }
-    }
-    in_parallel(pieces.size(), model.threads(), [&](std::size_t index) {
-        if (stop) return;
-        const Piece& piece = pieces[index];
-        write_elements(model.files(), t, plan.view, piece.first, piece.count, piece.out, Fetch::Exact);
-    });
+    write_element_runs(model.files(), t, plan.view, selection.runs, out, model.threads(), &stop);
 }
 
 }  // namespace

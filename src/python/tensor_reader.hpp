@@ -41,7 +41,8 @@ public:
     // The tensors by name, in the order given (load): written in batches, the source read in its order by all the
     // model's threads at once.
     pybind11::dict many(const std::vector<std::uint32_t>& tensors) const;
-    // The elements `selection` picks, fetched exactly (a remote file sends only their bytes).
+    // The elements `selection` picks (write_element_runs: a remote file sends the bytes of a run of rows, and the
+    // blocks that hold a column slice's rows, each once).
     pybind11::object part(std::uint32_t tensor, const Selection& selection) const;
 
 private:

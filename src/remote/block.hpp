@@ -47,6 +47,13 @@ struct Piece {
     std::size_t end() const { return begin + bytes.size(); }
 };
 
+// Bytes [from, from + length) of one block, for `out`: a read's part of the block.
+struct BlockPart {
+    std::size_t from;
+    std::size_t length;
+    char* out;
+};
+
 // Two pieces of one block as one: their union when they overlap or touch, else the longer one.
 inline Piece merged(Piece a, Piece b) {
     if (b.begin < a.begin) std::swap(a, b);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "block.hpp"
+#include "tensorfs/errors.hpp"
 #include "url.hpp"
 
 namespace tensorfs::remote {
@@ -55,16 +56,42 @@ bool DiskBlocks::has(std::uint64_t index) const {
     return found != 2;
 }
 
-bool DiskBlocks::read(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst) const {
+bool DiskBlocks::read(std::uint64_t index, std::span<const BlockPart> parts) const {
     if (!has(index)) return false;
     const bool touch = mark_read(index);
-    if (context_.disk().read_part(*folder(), index, block_length(identity_.size, index),
-                                  static_cast<std::size_t>(from), dst, length, touch)) {
+    if (context_.disk().read_parts(*folder(), index, block_length(identity_.size, index), parts, touch)) {
         context_.counters().disk_cache_hits.add(1);
         return true;
     }
     state_[index] = 2;  // evicted meanwhile
     return false;
+}
+
+std::optional<HeldLock> DiskBlocks::take_turn(std::uint64_t index) const {
+    if (!folder()) return HeldLock{};
+    HeldLock lock = context_.disk().fetch_locks().try_lock(*folder(), index);
+    if (lock == nullptr) return std::nullopt;
+    // Another process may have fetched it since this one last asked, and let go of its lock.
+    std::uint8_t state = state_[index].load();
+    if (state == 2) state_[index].compare_exchange_strong(state, 0);
+    if (has(index)) return std::nullopt;
+    return lock;
+}
+
+bool DiskBlocks::wait_for_other_fetch(std::uint64_t index, std::chrono::steady_clock::time_point deadline,
+                                      const std::string& name) const {
+    if (!folder()) return false;
+    FetchLocks& locks = context_.disk().fetch_locks();
+    const bool other = locks.held_elsewhere(*folder(), index);
+    if (other && !locks.wait_while_held_elsewhere(*folder(), index, deadline)) {
+        throw IoError(name,
+                      "no answer within " + timeout_text(context_.timeout()) +
+                          " (another process's fetch of these bytes is still under way)",
+                      ErrorKind::TimedOut);
+    }
+    std::uint8_t state = state_[index].load();
+    if (state == 2) state_[index].compare_exchange_strong(state, 0);
+    return other || has(index);
 }
 
 std::optional<OpenFile> DiskBlocks::open(std::uint64_t index) const {

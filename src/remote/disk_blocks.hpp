@@ -4,14 +4,18 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 
+#include "block.hpp"
+#include "fetch_locks.hpp"
 #include "object_opening.hpp"
 #include "remote_context.hpp"
 #include "tensorfs/source_object.hpp"
@@ -33,8 +37,19 @@ public:
 
     // Whether block `index` is in the disk cache (asked of the disk once, then remembered).
     bool has(std::uint64_t index) const;
-    // Copies bytes [from, from + length) of block `index` to `dst` from its file; false when it is not there.
-    bool read(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst) const;
+    // Copies `parts` of block `index` from its file; false when it is not there.
+    bool read(std::uint64_t index, std::span<const BlockPart> parts) const;
+
+    // This process's turn to fetch bytes of block `index`, when processes that share the disk cache want it at once
+    // (fetch_locks.hpp): its fetch lock, held until what is fetched is in the disk cache (null without a disk cache:
+    // every process fetches then). nullopt when it is not this process's turn: another process holds the lock, or
+    // the block is in the disk cache now (asked of the disk again once the lock is taken; has() says so then).
+    std::optional<HeldLock> take_turn(std::uint64_t index) const;
+    // Waits while another process fetches bytes of block `index` (holds its lock), until `deadline`. Returns whether
+    // the block may have come meanwhile (one did, or it is in the disk cache now): the disk is asked about it again.
+    // Throws IoError naming `name` when one still does at `deadline`.
+    bool wait_for_other_fetch(std::uint64_t index, std::chrono::steady_clock::time_point deadline,
+                              const std::string& name) const;
     // Block `index`'s file, open for reading, checked to be there whole; nullopt when it is not (evicted meanwhile).
     std::optional<OpenFile> open(std::uint64_t index) const;
     // Marks block `index` as read from the disk cache by this process; returns true at its first read (which touches

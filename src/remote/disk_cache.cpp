@@ -153,7 +153,8 @@ DiskCache::DiskCache(fs::path folder, std::uint64_t budget, QueuedBytes queued, 
       budget_(budget),
       queued_bytes_(std::move(queued)),
       max_queued_(max_queued),
-      direct_(direct) {}
+      direct_(direct),
+      fetch_locks_(folder_) {}
 
 DiskCache::~DiskCache() { finish_writes(); }
 
@@ -166,18 +167,26 @@ void DiskCache::finish_writes() {
     if (writer_.joinable()) writer_.join();
 }
 
-void DiskCache::write_later(const fs::path& object, std::uint64_t first, const std::vector<BlockPtr>& blocks) {
+void DiskCache::write_later(const fs::path& object, std::uint64_t first, const std::vector<BlockPtr>& blocks,
+                            const std::vector<HeldLock>& locks) {
     std::unique_lock lock(queue_mutex_);
     if (queued_bytes_) {
-        for (const BlockPtr& block : blocks) queued_bytes_(block, true);
+        for (const BlockPtr& block : blocks) {
+            if (block) queued_bytes_(block, true);
+        }
     }
-    for (std::size_t i = 0; i < blocks.size(); ++i) enqueue(lock, Write{object, first + i, blocks[i], nullptr});
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+        if (blocks[i]) {
+            enqueue(lock, Write{object, first + i, blocks[i], nullptr, i < locks.size() ? locks[i] : nullptr});
+        }
+    }
 }
 
-void DiskCache::write_piece_later(const fs::path& object, std::uint64_t index, std::shared_ptr<const Piece> piece) {
+void DiskCache::write_piece_later(const fs::path& object, std::uint64_t index, std::shared_ptr<const Piece> piece,
+                                  HeldLock fetch_lock) {
     if (!enabled() || piece == nullptr || piece->bytes.empty()) return;
     std::unique_lock lock(queue_mutex_);
-    enqueue(lock, Write{object, index, nullptr, std::move(piece)});
+    enqueue(lock, Write{object, index, nullptr, std::move(piece), std::move(fetch_lock)});
 }
 
 void DiskCache::enqueue(std::unique_lock<std::mutex>& lock, Write write) {
@@ -207,7 +216,8 @@ void DiskCache::write_queued() {
     for (;;) {
         queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;  // stopping, and nothing left
-        priority.follow(queue_bytes_, stopping_ || waiting_ > 0);
+        // Another process waiting for a block (fetch_locks.hpp) may wait for one of these.
+        priority.follow(queue_bytes_, stopping_ || waiting_ > 0 || fetch_locks_.someone_waits());
         Write next = std::move(queue_.front());
         queue_.pop_front();
         lock.unlock();
@@ -218,7 +228,7 @@ void DiskCache::write_queued() {
         } else {
             write_piece(next.object, next.index, *next.piece);
         }
-        next = Write{};
+        next = Write{};  // lets go of its fetch lock: it is on disk (or could not be written), for whoever waits
         lock.lock();
         queue_bytes_ -= length;
         queue_changed_.notify_all();
@@ -277,7 +287,8 @@ void DiskCache::remember(const std::string& url, const Remembered& what) {
 }
 
 bool DiskCache::read(const fs::path& object, std::uint64_t index, char* dst, std::size_t length) {
-    return read_part(object, index, length, 0, dst, length, true);
+    const BlockPart whole{0, length, dst};
+    return read_parts(object, index, length, {&whole, 1}, true);
 }
 
 std::optional<OpenFile> DiskCache::open_block(const fs::path& object, std::uint64_t index, std::size_t block_length,
@@ -294,18 +305,21 @@ std::optional<OpenFile> DiskCache::open_block(const fs::path& object, std::uint6
     return file;
 }
 
-bool DiskCache::read_part(const fs::path& object, std::uint64_t index, std::size_t block_length, std::size_t from,
-                          char* dst, std::size_t length, bool touch) {
+bool DiskCache::read_parts(const fs::path& object, std::uint64_t index, std::size_t block_length,
+                           std::span<const BlockPart> parts, bool touch) {
     const std::optional<OpenFile> file = open_block(object, index, block_length, touch);
     if (!file) return false;
-    for (std::size_t done = 0; done < length;) {
-        const ssize_t got = ::pread(file->fd(), dst + done, length - done, static_cast<off_t>(from + done));
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-            ::unlink(block_file(object, index).c_str());  // unreadable: never serve it
-            return false;
+    for (const BlockPart& part : parts) {
+        for (std::size_t done = 0; done < part.length;) {
+            const ssize_t got =
+                ::pread(file->fd(), part.out + done, part.length - done, static_cast<off_t>(part.from + done));
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) {
+                ::unlink(block_file(object, index).c_str());  // unreadable: never serve it
+                return false;
+            }
+            done += static_cast<std::size_t>(got);
         }
-        done += static_cast<std::size_t>(got);
     }
     return true;
 }

@@ -5,13 +5,16 @@
 //   DIR/v1/<hash of the object's key>/<N>.piece    part of block N that an exact read fetched (see write_piece_later)
 //   DIR/v1/<hash of a URL>.url                     what the URL answered when last opened: its identity, its size
 //                                                  and its object's folder (see remembered())
+//   DIR/v1/.fetching                               the fetch locks' file (one byte per block, never written)
 //
 // The key holds the object's identity (ETag, or Last-Modified and size), so a changed object never meets the
 // blocks of its old self. A block is written to a temporary file and renamed into place: a process killed
 // mid-write leaves a stray temporary file (cleaned later), never a torn block. A read touches the block's mtime,
 // and when the folder grows past its budget the least recently used blocks are deleted (one process at a time,
 // under an flock). Two processes may write or delete the same block at once: rename and unlink are atomic, an
-// open descriptor keeps reading a deleted file, and a block that vanished is simply fetched again.
+// open descriptor keeps reading a deleted file, and a block that vanished is simply fetched again. Processes that
+// want the same block at once fetch it once: the first takes its fetch lock (fetch_locks.hpp), held until the block
+// is written here, and the others wait for it to land.
 //
 // Blocks are written by a thread of the cache's own, so that a slow disk (a busy machine's writes are throttled to
 // its disk's speed) never holds a fetched block back from its readers; it writes at idle priority while it keeps up
@@ -27,11 +30,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "block.hpp"
+#include "fetch_locks.hpp"
 #include "tensorfs/source_object.hpp"
 
 namespace tensorfs::remote {
@@ -57,6 +62,8 @@ public:
 
     bool enabled() const { return budget_ > 0; }
     const std::filesystem::path& folder() const { return folder_; }
+    // Which process fetches a block that several want at once (fetch_locks.hpp).
+    FetchLocks& fetch_locks() { return fetch_locks_; }
 
     // Where the blocks of the object with `key` live; nullopt when the cache is off or the folder of that hash
     // already belongs to another key.
@@ -65,14 +72,14 @@ public:
     // Block `index` of the object in `object`: true and `length` bytes in `dst` when it is there whole.
     bool read(const std::filesystem::path& object, std::uint64_t index, char* dst, std::size_t length);
 
-    // Bytes [from, from + length) of block `index`, whose whole length is `block_length`, read straight into `dst`
-    // (a reply's buffer: the block is never staged in memory whole). False when the block is not there whole (one
-    // of another length is removed). `touch` marks it used (eviction goes by least recent use).
-    bool read_part(const std::filesystem::path& object, std::uint64_t index, std::size_t block_length,
-                   std::size_t from, char* dst, std::size_t length, bool touch);
+    // `parts` of block `index`, whose whole length is `block_length`, read straight into their buffers (a reply's:
+    // the block is never staged in memory whole), from one open of its file. False when the block is not there
+    // whole (one of another length is removed). `touch` marks it used (eviction goes by least recent use).
+    bool read_parts(const std::filesystem::path& object, std::uint64_t index, std::size_t block_length,
+                    std::span<const BlockPart> parts, bool touch);
 
     // Block `index`'s file, open for reading, when it is there whole (`block_length` bytes; one of another length is
-    // removed, as read_part does). `touch` marks it used. nullopt when it is not there.
+    // removed, as read_parts does). `touch` marks it used. nullopt when it is not there.
     std::optional<OpenFile> open_block(const std::filesystem::path& object, std::uint64_t index,
                                        std::size_t block_length, bool touch);
 
@@ -82,9 +89,10 @@ public:
 
     // A part of block `index` that an exact read fetched: kept on disk (written on the writer thread) until the
     // whole block is written, which removes it, so that each byte is fetched once also across mounts. One piece file
-    // per block: a later piece is merged with it (block.hpp).
+    // per block: a later piece is merged with it (block.hpp). `lock` (the block's fetch lock, or null) is let go of
+    // once it is written.
     void write_piece_later(const std::filesystem::path& object, std::uint64_t index,
-                           std::shared_ptr<const Piece> piece);
+                           std::shared_ptr<const Piece> piece, HeldLock lock = nullptr);
     // The same, written before it returns (no thread started).
     void write_piece(const std::filesystem::path& object, std::uint64_t index, const Piece& piece);
     // The piece of block `index`; nullopt when there is none.
@@ -119,10 +127,12 @@ public:
     void write(const std::filesystem::path& object, std::uint64_t index, const char* data, std::size_t length);
 
     // write(), later, on the writer thread (started at the first call: a daemon forks after opening its source),
-    // of blocks [first, first + blocks.size()). Waits while `max_queued` bytes are queued, so that a disk that
-    // cannot keep up bounds the memory held. Every block counts as queued (`queued`) from the call on: the
-    // caller holds them all while it waits.
-    void write_later(const std::filesystem::path& object, std::uint64_t first, const std::vector<BlockPtr>& blocks);
+    // of blocks [first, first + blocks.size()), but those that are null. Waits while `max_queued` bytes are queued,
+    // so that a disk that cannot keep up bounds the memory held. Every block counts as queued (`queued`) from the
+    // call on: the caller holds them all while it waits. `locks[i]` (when given: the fetch locks of the blocks) is let
+    // go of once block i is written, or could not be.
+    void write_later(const std::filesystem::path& object, std::uint64_t first, const std::vector<BlockPtr>& blocks,
+                     const std::vector<HeldLock>& locks = {});
 
     // Returns once every write queued so far is done.
     void wait_written();
@@ -137,6 +147,7 @@ private:
         std::uint64_t index;
         BlockPtr block;                      // a whole block, or
         std::shared_ptr<const Piece> piece;  // a piece of it
+        HeldLock lock;                       // its fetch lock, let go of once it is written (or null)
         std::size_t bytes() const { return block ? block->length : piece->bytes.size(); }
     };
     // Waits for room in the queue, then queues `write` (with queue_mutex_ held by `lock`).
@@ -154,6 +165,7 @@ private:
     const QueuedBytes queued_bytes_;
     const std::size_t max_queued_;
     const bool direct_;
+    FetchLocks fetch_locks_;
     std::mutex mutex_;
     std::optional<std::uint64_t> used_;   // this process's estimate of the bytes in the folder; scanned at first
 

@@ -11,8 +11,7 @@ KeptBlocks::KeptBlocks(RemoteContext& context, const SourceObject& object, std::
                        const DiskBlocks& disk)
     : context_(context), object_(object), serial_(serial), disk_(disk) {}
 
-bool KeptBlocks::serve(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst,
-                       Deadline deadline) const {
+bool KeptBlocks::serve(std::uint64_t index, std::span<const BlockPart> parts, Deadline deadline) const {
     if (const auto found = context_.find(serial_, index); found.valid()) {
         // Not a second wait on a silent server, for a fetch that began before it fell silent.
         if (found.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
@@ -32,12 +31,12 @@ bool KeptBlocks::serve(std::uint64_t index, std::uint64_t from, std::size_t leng
             // The fetch that had it failed: the caller fetches it again and meets the error itself.
         }
         if (block != nullptr) {
-            std::memcpy(dst, block->bytes() + from, length);
-            if (from + length == block->length) context_.consumed(serial_, index);
+            for (const BlockPart& part : parts) std::memcpy(part.out, block->bytes() + part.from, part.length);
+            if (parts.back().from + parts.back().length == block->length) context_.consumed(serial_, index);
             return true;
         }
     }
-    return disk_.read(index, from, length, dst);
+    return disk_.read(index, parts);
 }
 
 std::size_t KeptBlocks::serve_piece(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst) const {
@@ -81,22 +80,21 @@ std::optional<Piece> KeptBlocks::take_piece(std::uint64_t index) const {
     return piece;
 }
 
-std::vector<std::shared_ptr<char[]>> KeptBlocks::new_buffers(std::uint64_t first, std::size_t count) const {
-    std::vector<std::shared_ptr<char[]>> buffers;
-    buffers.reserve(count);
-    for (std::size_t i = 0; i < count; ++i) {
-        buffers.push_back(context_.block_buffer(block_length(object_.size(), first + i)));
-    }
-    return buffers;
+std::shared_ptr<char[]> KeptBlocks::new_buffer(std::uint64_t index) const {
+    return context_.block_buffer(block_length(object_.size(), index));
 }
 
 void KeptBlocks::hand_over(RemoteContext::Claim& claim, const std::vector<std::shared_ptr<char[]>>& buffers,
-                           DiskWrite disk_write) const {
+                           const std::vector<HeldLock>& locks, DiskWrite disk_write) const {
     const std::uint64_t first = claim.first;
     const std::size_t count = claim.promises.size();
     std::vector<BlockPtr> blocks;
     blocks.reserve(count);
     for (std::size_t i = 0; i < count; ++i) {
+        if (buffers[i] == nullptr) {
+            blocks.emplace_back();
+            continue;
+        }
         auto block = std::make_shared<Block>();
         block->storage = buffers[i];
         block->length = block_length(object_.size(), first + i);
@@ -109,21 +107,25 @@ void KeptBlocks::hand_over(RemoteContext::Claim& claim, const std::vector<std::s
     // Kept on disk once its readers have it: a disk that falls behind never holds a block back from them.
     if (folder) {
         if (disk_write == DiskWrite::Later) {
-            context_.disk().write_later(*folder, first, blocks);
+            context_.disk().write_later(*folder, first, blocks, locks);
         } else {
             for (const BlockPtr& block : blocks) {
-                context_.disk().write(*folder, block->index, block->bytes(), block->length);
+                if (block) context_.disk().write(*folder, block->index, block->bytes(), block->length);
             }
         }
         disk_.handed_over(first, count);
     }
 }
 
-void KeptBlocks::keep_fetched(std::uint64_t offset, std::size_t length, const char* bytes,
-                              DiskWrite disk_write) const {
+void KeptBlocks::keep_fetched(std::uint64_t offset, std::size_t length, const char* bytes, DiskWrite disk_write,
+                              const std::vector<HeldLock>& locks) const {
     const std::uint64_t size = object_.size();
     const std::uint64_t end = offset + length;
-    for (std::uint64_t index = offset / kBlockBytes; index * kBlockBytes < end;) {
+    const std::uint64_t first = offset / kBlockBytes;
+    const auto lock_of = [&](std::uint64_t index) {
+        return index - first < locks.size() ? locks[index - first] : nullptr;
+    };
+    for (std::uint64_t index = first; index * kBlockBytes < end;) {
         const std::uint64_t begin = index * kBlockBytes;
         const std::uint64_t from = std::max(offset, begin);
         if (from != begin || end < begin + block_length(size, index)) {
@@ -132,7 +134,8 @@ void KeptBlocks::keep_fetched(std::uint64_t offset, std::size_t length, const ch
             Piece piece{static_cast<std::size_t>(from - begin), std::string(bytes + (from - offset), part)};
             if (const auto& folder = disk_.folder()) {
                 if (disk_write == DiskWrite::Later) {
-                    context_.disk().write_piece_later(*folder, index, std::make_shared<const Piece>(piece));
+                    context_.disk().write_piece_later(*folder, index, std::make_shared<const Piece>(piece),
+                                                      lock_of(index));
                 } else {
                     context_.disk().write_piece(*folder, index, piece);
                 }
@@ -153,12 +156,15 @@ void KeptBlocks::keep_fetched(std::uint64_t offset, std::size_t length, const ch
         const std::size_t claimed = claim.promises.size();
         if (claimed > 0) {
             try {
-                const auto buffers = new_buffers(index, claimed);
+                std::vector<std::shared_ptr<char[]>> buffers;
+                std::vector<HeldLock> claimed_locks;
                 for (std::size_t i = 0; i < claimed; ++i) {
+                    buffers.push_back(new_buffer(index + i));
                     std::memcpy(buffers[i].get(), bytes + (begin - offset) + i * kBlockBytes,
                                 block_length(size, index + i));
+                    claimed_locks.push_back(lock_of(index + i));
                 }
-                hand_over(claim, buffers, disk_write);
+                hand_over(claim, buffers, claimed_locks, disk_write);
             } catch (...) {
                 context_.give_up(claim, nullptr);
                 throw;

@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "block.hpp"
 #include "disk_blocks.hpp"
+#include "fetch_locks.hpp"
 #include "read_deadline.hpp"
 #include "remote_context.hpp"
 #include "tensorfs/source_object.hpp"
@@ -32,9 +34,9 @@ public:
     // Whether block `index` is in memory or on its way there (RemoteContext::find, which counts as a use of it).
     bool in_memory(std::uint64_t index) const { return context_.find(serial_, index).valid(); }
 
-    // Copies bytes [from, from + length) of block `index` to `dst` from memory or the disk cache; false when the
-    // block is in neither. A block on its way is waited for until `deadline` (then IoError).
-    bool serve(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst, Deadline deadline) const;
+    // Copies `parts` of block `index` from memory or the disk cache; false when the block is in neither. A block on
+    // its way is waited for until `deadline` (then IoError).
+    bool serve(std::uint64_t index, std::span<const BlockPart> parts, Deadline deadline) const;
     // The bytes from `from` on (at most `length`) that the piece an exact read kept of the block holds, in memory or
     // in the disk cache: how many it copied, 0 when none holds byte `from`.
     std::size_t serve_piece(std::uint64_t index, std::uint64_t from, std::size_t length, char* dst) const;
@@ -46,16 +48,20 @@ public:
     // nullopt when none are.
     std::optional<Piece> take_piece(std::uint64_t index) const;
 
-    // A buffer for each of blocks [first, first + count): a block dropped from memory frees its own bytes, never
-    // waiting for the other blocks its range brought.
-    std::vector<std::shared_ptr<char[]>> new_buffers(std::uint64_t first, std::size_t count) const;
+    // A buffer for block `index`: each block has its own, so that a block dropped from memory frees its own bytes,
+    // never waiting for the other blocks its range brought.
+    std::shared_ptr<char[]> new_buffer(std::uint64_t index) const;
     // Makes the claimed blocks of their buffers, hands them to their waiters and queues them for the disk (or writes
-    // them there).
+    // them there), letting go of `locks[i]` (the blocks' fetch locks, when given) once block i is on disk. A block
+    // without a buffer was not fetched here (another process fetches it, or the disk cache has it): its waiters get
+    // nullptr and read it from the disk cache.
     void hand_over(RemoteContext::Claim& claim, const std::vector<std::shared_ptr<char[]>>& buffers,
-                   DiskWrite disk_write) const;
+                   const std::vector<HeldLock>& locks, DiskWrite disk_write) const;
     // Keeps what an exact fetch brought, bytes [offset, offset + length): its whole blocks as fetched blocks, the
-    // parts of blocks at its ends as pieces (see RemoteContext::keep_piece).
-    void keep_fetched(std::uint64_t offset, std::size_t length, const char* bytes, DiskWrite disk_write) const;
+    // parts of blocks at its ends as pieces (see RemoteContext::keep_piece). `locks` are the fetch locks of its
+    // blocks from the one that holds `offset` on, let go of once each block's bytes are on disk.
+    void keep_fetched(std::uint64_t offset, std::size_t length, const char* bytes, DiskWrite disk_write,
+                      const std::vector<HeldLock>& locks = {}) const;
 
 private:
     RemoteContext& context_;

@@ -24,7 +24,8 @@ std::optional<DiskCache::Remembered> remembered_with_head(RemoteContext& context
     if (!known || known->size == 0 || (known->etag.empty() && known->last_modified.empty())) return std::nullopt;
     head.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kHeadBytes, known->size)));
     const auto first_block = static_cast<std::size_t>(std::min<std::uint64_t>(kBlockBytes, known->size));
-    if (context.disk().read_part(known->object, 0, first_block, 0, head.data(), head.size(), true) ||
+    const BlockPart first_bytes{0, head.size(), head.data()};
+    if (context.disk().read_parts(known->object, 0, first_block, {&first_bytes, 1}, true) ||
         context.disk().read_from_piece(known->object, 0, 0, head.data(), head.size()) == head.size()) {
         return known;
     }

@@ -138,6 +138,7 @@ void RemoteContext::deliver(Claim& claim, const std::vector<BlockPtr>& blocks, b
         for (std::size_t i = 0; i < claim.promises.size(); ++i) {
             const Key key{claim.serial, claim.first + i};
             in_flight_.erase(key);
+            if (blocks[i] == nullptr) continue;
             if (recent_index_.count(key) == 0) {
                 keep_recent(blocks[i]);
                 recent_.emplace_front(key, blocks[i]);

@@ -65,7 +65,8 @@ public:
     std::shared_ptr<char[]> block_buffer(std::size_t length) { return buffers_->take(length); }
 
     // Block `index` of object `serial` when it is in memory (a ready future) or on its way; an invalid future
-    // otherwise. A future that gives nullptr was a read-ahead that gave up: the reader fetches the block itself.
+    // otherwise. A future that gives nullptr was a read-ahead that gave up, or a block that another process fetches
+    // or the disk cache has: the reader reads it from the disk cache, or fetches it itself.
     std::shared_future<BlockPtr> find(std::uint64_t serial, std::uint64_t index);
 
     // Blocks [first, first + count) of object `serial` claimed for one fetch: the claim stops before the first block
@@ -89,7 +90,8 @@ public:
     bool claim_ahead(std::uint64_t serial, std::uint64_t first, std::uint64_t count, std::size_t bytes,
                      Claim& claim);
 
-    // The claimed blocks, fetched (blocks[i] is block first + i): kept in memory and handed to their waiters.
+    // The claimed blocks, fetched (blocks[i] is block first + i): kept in memory and handed to their waiters. A null
+    // block was not fetched (another process fetches it, or the disk cache has it): its waiters get nullptr.
     // `to_disk`: the caller queues them for the disk cache next (DiskCache::write_later); they count as queued from
     // here on, before they stop counting as in flight, so that no reader's claim sees room they still take.
     void deliver(Claim& claim, const std::vector<BlockPtr>& blocks, bool to_disk = false);

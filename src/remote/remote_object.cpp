@@ -65,6 +65,35 @@ void RemoteObject::read_following(std::uint64_t offset, std::size_t length, void
     fetches_.read(offset, length, static_cast<char*>(dst), exact, deadline, DiskWrite::Later);
 }
 
+void RemoteObject::read_runs(std::span<const Run> runs) const {
+    for (const Run& run : runs) {
+        if (run.offset > size() || run.length > size() - run.offset) {
+            throw IoError(name(), "read past the end of the file");
+        }
+    }
+    for (std::size_t first = 0; first < runs.size();) {
+        // Runs whose gaps are shorter than a block: every block from the first run's to the last one's holds some of
+        // them, so those blocks are fetched whole (a range for many runs) rather than a range for each run.
+        std::size_t end = first + 1;
+        const auto near_the_last = [&] {
+            return runs[end].offset < runs[end - 1].offset + runs[end - 1].length + kBlockBytes;
+        };
+        while (end < runs.size() && near_the_last()) ++end;
+        if (end == first + 1) {
+            read(runs[first].offset, runs[first].length, runs[first].dst);
+        } else {
+            const std::span<const Run> near = runs.subspan(first, end - first);
+            const std::uint64_t begin = near.front().offset / kBlockBytes * kBlockBytes;
+            const std::uint64_t stop = std::min(size(), (near.back().offset + near.back().length + kBlockBytes - 1) /
+                                                            kBlockBytes * kBlockBytes);
+            const Deadline deadline = read_deadline(*context_);
+            begin_read(begin, stop, deadline);
+            fetches_.gather(near, deadline);
+        }
+        first = end;
+    }
+}
+
 ReadAhead::Follow RemoteObject::begin_read(std::uint64_t offset, std::uint64_t end, Deadline deadline) const {
     drop_head();
     const ReadAhead::Follow followed = read_ahead_.follow(offset, end);

@@ -64,6 +64,9 @@ public:
 
     void read(std::uint64_t offset, std::size_t length, void* dst) const override;
     void read_following(std::uint64_t offset, std::size_t length, void* dst) const override;
+    // Runs less than a block apart are read from whole blocks, as a stream (the read-ahead follows it), each block
+    // once; a run on its own is read as read() does.
+    void read_runs(std::span<const Run> runs) const override;
 
     // What its first request brought; public for the constructor's sake (open() is the way to make one).
     RemoteObject(std::shared_ptr<RemoteContext> context, std::string name, std::string url, Opened opened);

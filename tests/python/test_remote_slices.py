@@ -1,6 +1,7 @@
-"""get_slice of a remote tensor fetches only the bytes of the rows (or blocks) asked for, counted in nginx's access
-log: one range per run of rows, nothing of the rest of the tensor, and the values of the same part of the whole
-tensor read locally."""
+"""get_slice of a remote tensor fetches only the bytes of the rows (or blocks) asked for when they lie a block (1 MiB)
+or more apart: one range per run of rows, nothing of the rest of the tensor; runs closer together (a column slice's)
+come from the whole blocks that hold them, all in one range. Counted in nginx's access log, with the values of the
+same part of the whole tensor read locally."""
 import os
 
 import numpy as np
@@ -13,6 +14,9 @@ from safetensors_files import write_safetensors
 from tensorfs_mount import wait_until
 
 ROWS, COLUMNS = 512, 1024
+# Rows of a block and 4 KiB each: a column slice's runs lie more than a block apart.
+FAR_ROWS, FAR_COLUMNS = 64, (1 << 18) + 1024
+BLOCK, HEAD = 1 << 20, 1 << 16  # the disk cache's block, and what opening a file fetches of it
 Q4_K, Q4_K_BLOCK, Q4_K_ELEMENTS = 12, 144, 256
 
 
@@ -27,6 +31,8 @@ def served(tmp_path_factory):
     for at in range(0, len(blocks), Q4_K_BLOCK):
         blocks[at:at + 4] = np.array([1.0, 1.0], "<f2").tobytes()
     write(str(folder / "q.gguf"), [], [("q", (ROWS, COLUMNS), Q4_K, bytes(blocks))])
+    far = np.random.default_rng(9).standard_normal((FAR_ROWS, FAR_COLUMNS), dtype=np.float32)
+    write_safetensors(str(folder / "far.safetensors"), [("far", "F32", [FAR_ROWS, FAR_COLUMNS], far.tobytes())])
     nginx = Nginx(str(folder))
     os.environ.update({"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
                        "XDG_CACHE_HOME": str(tmp_path_factory.mktemp("cache"))})
@@ -60,10 +66,9 @@ Q4_K_ROW = COLUMNS // Q4_K_ELEMENTS * Q4_K_BLOCK
 # which opening it fetched (and reads there take from memory).
 @pytest.mark.parametrize("name, file, key, expected", [
     ("w", "w.safetensors", slice(100, 103), [(100 * F32_ROW, 103 * F32_ROW)]),
-    ("w", "w.safetensors", (slice(70, 72), slice(2, 5)), [(70 * F32_ROW + 8, 70 * F32_ROW + 20),
-                                                          (71 * F32_ROW + 8, 71 * F32_ROW + 20)]),
     ("q", "q.gguf", slice(300, 302), [(300 * Q4_K_ROW, 302 * Q4_K_ROW)]),
-    ("q", "q.gguf", (slice(200, 230, 10), slice(None)), [(r * Q4_K_ROW, (r + 1) * Q4_K_ROW) for r in (200, 210, 220)]),
+    ("far", "far.safetensors", (slice(5, 8, 2), slice(2, 5)), [(r * FAR_COLUMNS * 4 + 8, r * FAR_COLUMNS * 4 + 20)
+                                                                for r in (5, 7)]),
 ])
 def test_only_the_rows_bytes_are_fetched(served, name, file, key, expected):
     folder, nginx = served
@@ -79,29 +84,36 @@ def test_only_the_rows_bytes_are_fetched(served, name, file, key, expected):
     assert ranges == [(start + first, start + end - 1) for first, end in expected]
 
 
-def test_a_column_slice_fetches_the_blocks_that_hold_the_columns(served):
+# Runs less than a block apart: the blocks that hold them, in one range, less the first 64 KiB (the open fetched them).
+@pytest.mark.parametrize("name, file, key", [
+    ("w", "w.safetensors", (slice(70, 72), slice(2, 5))),
+    ("w", "w.safetensors", (slice(None), slice(10, 20))),
+    ("q", "q.gguf", (slice(200, None), slice(10, 20))),
+    ("q", "q.gguf", (slice(200, 230, 10), slice(None))),
+])
+def test_runs_close_together_come_from_their_whole_blocks(served, name, file, key):
     folder, nginx = served
-    with tensorfs.safe_open(str(folder / "q.gguf"), framework="np") as local:
-        expected = local.get_tensor("q")[200:, 10:20]
-    with tensorfs.safe_open(f"http://127.0.0.1:{nginx.http}/q.gguf", framework="np", disk_cache_size=0) as remote:
+    with tensorfs.safe_open(str(folder / file), framework="np") as local:
+        expected = local.get_tensor(name)[key]
+    with tensorfs.safe_open(f"http://127.0.0.1:{nginx.http}/{file}", framework="np", disk_cache_size=0) as remote:
         before = len(nginx.log_lines())
-        got = remote.get_slice("q")[200:, 10:20]
-        ranges = fetched_ranges(nginx, before, "q.gguf", ROWS - 200)
+        got = remote.get_slice(name)[key]
+        [(first, last)] = fetched_ranges(nginx, before, file, 1)
     assert np.array_equal(got, expected, equal_nan=True)
-    # One block of each row, the first of its four: the rows' first blocks, one row apart.
-    assert len(ranges) == ROWS - 200 and all(last - first + 1 == Q4_K_BLOCK for first, last in ranges)
-    assert all(b[0] - a[0] == Q4_K_ROW for a, b in zip(ranges, ranges[1:]))
+    # Every run here lies in the file's first blocks: from the end of the open's bytes to a block's border (or the
+    # file's end).
+    assert first == HEAD and ((last + 1) % BLOCK == 0 or last + 1 == os.path.getsize(folder / file))
 
 
 def test_ranges_in_parallel_go_on_the_connections_already_open(served):
-    # A few columns of 312 rows: a range request per row, 16 in flight (max_connections), each a short answer.
-    # libcurl keeps 5 connections unless told otherwise, and then nearly every request connected anew.
+    # A few columns of 63 rows a block apart: a range request per row, 16 in flight (max_connections), each a short
+    # answer. libcurl keeps 5 connections unless told otherwise, and then nearly every request connected anew.
     folder, nginx = served
-    with tensorfs.safe_open(f"http://127.0.0.1:{nginx.http}/q.gguf", framework="np", disk_cache_size=0,
+    with tensorfs.safe_open(f"http://127.0.0.1:{nginx.http}/far.safetensors", framework="np", disk_cache_size=0,
                             max_connections=16) as remote:
         before = len(nginx.log_lines())
-        remote.get_slice("q")[200:, 10:20]
-        fetched_ranges(nginx, before, "q.gguf", ROWS - 200)
+        remote.get_slice("far")[1:, 10:20]
+        assert len(fetched_ranges(nginx, before, "far.safetensors", FAR_ROWS - 1)) == FAR_ROWS - 1
     lines = nginx.log_lines()[before:]
     connections = connections_in(lines)
     assert connections <= 2 * 16, f"{connections} connections for {len(lines)} requests"

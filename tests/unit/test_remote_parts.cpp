@@ -210,12 +210,16 @@ BOOST_AUTO_TEST_CASE(the_disk_cache_serves_parts_of_a_block_straight_into_the_re
     BOOST_TEST(cache.has(*object, 2, block.size()));
     BOOST_TEST(!cache.has(*object, 2, block.size() + 1));
     std::string part(100, '\0');
-    BOOST_TEST(cache.read_part(*object, 2, block.size(), 1234, part.data(), part.size(), false));
+    std::string other(30, '\0');
+    const BlockPart parts[] = {{1234, part.size(), part.data()}, {17, other.size(), other.data()}};
+    BOOST_TEST(cache.read_parts(*object, 2, block.size(), parts, false));
     BOOST_TEST(part == block.substr(1234, 100));
-    BOOST_TEST(cache.read_part(*object, 2, block.size(), 3900, part.data(), part.size(), true));
+    BOOST_TEST(other == block.substr(17, 30));
+    const BlockPart last{3900, part.size(), part.data()};
+    BOOST_TEST(cache.read_parts(*object, 2, block.size(), {&last, 1}, true));
     BOOST_TEST(part == block.substr(3900, 100));
     // Asked as a block of another length: not the block this is, never served.
-    BOOST_TEST(!cache.read_part(*object, 2, block.size() - 1, 0, part.data(), part.size(), false));
+    BOOST_TEST(!cache.read_parts(*object, 2, block.size() - 1, {&last, 1}, false));
     cache.write(*object, 3, block.data(), block.size());
     cache.remove_object(*object);
     BOOST_TEST(!cache.has(*object, 3, block.size()));
