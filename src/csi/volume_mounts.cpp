@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -34,6 +36,42 @@ int unmount(const std::string& target, int flags) {
 milliseconds left_until(Clock::time_point deadline) {
     return std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
 }
+
+// The abort file of a mount's FUSE connection, opened while the mount is there and so known to be its. Connection
+// numbers are reused at once: once this one ends, the next mount anywhere on the node may get its number, and an
+// abort written to the path would end that mount. The kernel ties an open control file to its own connection, so a
+// write through this one aborts the connection it was opened for, or nothing once that has ended.
+class ConnectionAbort {
+public:
+    explicit ConnectionAbort(unsigned connection)
+        : folder_(std::string(kFuseConnections) + "/" + std::to_string(connection)),
+          fd_(::open((folder_ + "/abort").c_str(), O_WRONLY | O_CLOEXEC)) {}
+    ConnectionAbort(const ConnectionAbort&) = delete;
+    ConnectionAbort& operator=(const ConnectionAbort&) = delete;
+    ~ConnectionAbort() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+
+    // Waits until the connection ends by itself, at most until `deadline`; aborts it if it has not.
+    void abort_unless_ended_by(Clock::time_point deadline) const {
+        while (!ended() && left_until(deadline) > milliseconds(0)) std::this_thread::sleep_for(kPollPause);
+        if (ended()) return;
+        const int fd = fd_;
+        run_bounded(kUnmountLimit, [fd](int) { return ::write(fd, "1", 1) == 1 ? 0 : EIO; });
+    }
+
+private:
+    // Whether the connection is gone: its folder is, or holds another connection's files (its number reused).
+    bool ended() const {
+        struct stat mine {};
+        struct stat now {};
+        if (fd_ < 0 || ::fstat(fd_, &mine) != 0) return true;  // nothing of it to abort
+        return ::stat((folder_ + "/abort").c_str(), &now) != 0 || now.st_ino != mine.st_ino;
+    }
+
+    std::string folder_;
+    int fd_;
+};
 
 }  // namespace
 
@@ -82,10 +120,10 @@ std::string ensure_fuse_connections() {
 }
 
 std::string clear_target(const std::string& target) {
-    // The FUSE connections of the mounts at the target, known before they are unmounted.
-    std::vector<unsigned> connections;
+    // The FUSE connections of the mounts at the target, their abort files opened before they are unmounted.
+    std::vector<std::unique_ptr<ConnectionAbort>> connections;
     for (const auto& mount : mounts_at(target)) {
-        if (mount.fstype.starts_with("fuse")) connections.push_back(mount.minor);
+        if (mount.fstype.starts_with("fuse")) connections.push_back(std::make_unique<ConnectionAbort>(mount.minor));
     }
     // A round of the loop takes two unmounts at most, and the daemon its grace after it: all within the bound.
     const auto deadline = Clock::now() + kUnpublishBound - kDaemonGrace - 2 * kUnmountLimit;
@@ -100,21 +138,7 @@ std::string clear_target(const std::string& target) {
     }
     // With its last mount gone the connection goes (and the daemon ends by itself, writing what it holds to the
     // disk cache), unless the filesystem is still held elsewhere: then it is aborted.
-    for (const unsigned connection : connections) {
-        const std::string folder = std::string(kFuseConnections) + "/" + std::to_string(connection);
-        const auto grace_end = Clock::now() + kDaemonGrace;
-        while (::access(folder.c_str(), F_OK) == 0 && left_until(grace_end) > milliseconds(0)) {
-            std::this_thread::sleep_for(kPollPause);
-        }
-        const std::string abort = folder + "/abort";
-        run_bounded(kUnmountLimit, [&](int) {
-            const int fd = ::open(abort.c_str(), O_WRONLY | O_CLOEXEC);
-            if (fd < 0) return errno;
-            const bool written = ::write(fd, "1", 1) == 1;
-            ::close(fd);
-            return written ? 0 : EIO;
-        });
-    }
+    for (const auto& connection : connections) connection->abort_unless_ended_by(Clock::now() + kDaemonGrace);
     return {};
 }
 
