@@ -50,7 +50,8 @@ std::string tensorfs_options_help() {
         }
         append_wrapped(out, line, option.help);
     }
-    append_wrapped(out, std::string(kIndent, ' '), "set by the CSI plugin for the daemons it starts: " + daemon_options);
+    append_wrapped(out, std::string(kIndent, ' '),
+                   "set by the CSI plugin for the daemons it starts: " + daemon_options);
     return out;
 }
 

@@ -102,7 +102,9 @@ TakenSetting take_daemon_setting(std::string_view name, std::string_view value, 
     } else if (name == "log_id") {
         settings.log_id = std::string(value);
     } else if (name == "secrets_socket") {
-        if (!value.starts_with("/")) return refused(std::string(label) + " needs an absolute path (a unix socket to make)");
+        if (!value.starts_with("/")) {
+            return refused(std::string(label) + " needs an absolute path (a unix socket to make)");
+        }
         settings.secrets_socket = std::string(value);
     } else {   // csi_volume
         if (value.empty()) return refused(std::string(label) + " needs a volume id");
@@ -151,7 +153,9 @@ TakenSetting take_setting(std::string_view name, std::string_view value, Setting
     } else if (name == "proxy") {
         if (std::string error = take_proxy(value, settings.source); !error.empty()) return refused(std::move(error));
     } else if (name == "header") {
-        if (std::string error = take_header(value, settings.source, !settings.csi_volume.empty()); !error.empty()) return refused(std::move(error));
+        if (std::string error = take_header(value, settings.source, !settings.csi_volume.empty()); !error.empty()) {
+            return refused(std::move(error));
+        }
     } else {   // timeout
         const auto timeout = parse_timeout(value);
         if (!timeout) return bad(label, value, "seconds, e.g. 20 or 2.5");

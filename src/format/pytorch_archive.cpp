@@ -31,7 +31,9 @@ public:
         check_byteorder();
 
         const zip::Entry* pickle_entry = record("data.pkl");
-        if (pickle_entry == nullptr) fail("archive has no " + gguf::in_quotes(folder_ + "data.pkl") + ": not a torch.save archive");
+        if (pickle_entry == nullptr) {
+            fail("archive has no " + gguf::in_quotes(folder_ + "data.pkl") + ": not a torch.save archive");
+        }
         const std::string part = folder_ + "data.pkl";
         const std::string bytes = zip::read_stored_entry(file_, *pickle_entry, kMaxPickleBytes, "the pickle");
         const auto* data = reinterpret_cast<const std::uint8_t*>(bytes.data());
@@ -99,12 +101,14 @@ private:
                  entry->data_offset, ErrorKind::Unsupported);
         }
         if (order != "little") {
-            fail("byteorder record " + gguf::in_quotes(order) + " is neither \"little\" nor \"big\"", entry->data_offset);
+            fail("byteorder record " + gguf::in_quotes(order) + " is neither \"little\" nor \"big\"",
+                 entry->data_offset);
         }
     }
 
     // Each storage named by the pickle is the entry data/KEY, stored, holding at least its elements.
-    std::optional<std::vector<StoragePlace>> place_storages(const pickle::Objects& objects, std::uint64_t pickle_offset) {
+    std::optional<std::vector<StoragePlace>> place_storages(const pickle::Objects& objects,
+                                                            std::uint64_t pickle_offset) {
         std::vector<StoragePlace> places;
         places.reserve(objects.storages().size());
         bool sound = true;
@@ -118,14 +122,16 @@ private:
                               pickle_offset + storage.at_byte);
                 sound = false;
             } else if (!entry->stored()) {
-                problems_.add(file_.name(), "storage entry " + gguf::in_quotes(name) + " is compressed (" +
-                                                zip::method_name(entry->method) +
-                                                "): tensors are served straight from the file, so their storages "
-                                                "must be stored, as torch.save writes them",
+                problems_.add(file_.name(),
+                              "storage entry " + gguf::in_quotes(name) + " is compressed (" +
+                                  zip::method_name(entry->method) +
+                                  "): tensors are served straight from the file, so their storages "
+                                  "must be stored, as torch.save writes them",
                               entry->header_offset);
                 sound = false;
-            } else if (std::uint64_t bytes = 0; __builtin_mul_overflow(storage.numel, storage.type->block_bytes, &bytes) ||
-                                                bytes > entry->size) {
+            } else if (std::uint64_t bytes = 0;
+                       __builtin_mul_overflow(storage.numel, storage.type->block_bytes, &bytes) ||
+                       bytes > entry->size) {
                 problems_.add(file_.name(), folder_ + "data.pkl: storage " + gguf::in_quotes(storage.key) + " has " +
                                                 std::to_string(storage.numel) + " elements of " +
                                                 std::string(storage.type->name) + ", but its entry holds " +

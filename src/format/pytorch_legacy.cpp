@@ -150,16 +150,18 @@ private:
                                   ", which the pickle never refers to",
                               keys_at);
             }
-            if (placed[found->second]) return refuse("the storage list names storage " + gguf::in_quotes(text) + " twice", keys_at);
+            if (placed[found->second]) {
+                return refuse("the storage list names storage " + gguf::in_quotes(text) + " twice", keys_at);
+            }
             const pickle::StorageRecord& storage = objects.storages()[found->second];
             std::uint64_t bytes = 0;
             std::uint64_t end = 0;
             if (__builtin_mul_overflow(storage.numel, storage.type->block_bytes, &bytes) ||
                 __builtin_add_overflow(at, kCountBytes, &end) || __builtin_add_overflow(end, bytes, &end) ||
                 end > file_.size()) {
-                return refuse("storage " + gguf::in_quotes(text) + " (" + std::to_string(storage.numel) + " elements of " +
-                                  std::string(storage.type->name) + ") runs past the end of the file (" +
-                                  std::to_string(file_.size()) + " bytes)",
+                return refuse("storage " + gguf::in_quotes(text) + " (" + std::to_string(storage.numel) +
+                                  " elements of " + std::string(storage.type->name) +
+                                  ") runs past the end of the file (" + std::to_string(file_.size()) + " bytes)",
                               at);
             }
             places[found->second] = StoragePlace{at + kCountBytes, bytes};

@@ -65,7 +65,9 @@ private:
     // (a comment may itself hold the signature bytes).
     void find_end() {
         const std::uint64_t tail_bytes = std::min<std::uint64_t>(size_, kEndBytes + kMaxComment);
-        if (size_ < kEndBytes) fail("file is " + std::to_string(size_) + " bytes, too short for a zip archive", std::nullopt);
+        if (size_ < kEndBytes) {
+            fail("file is " + std::to_string(size_) + " bytes, too short for a zip archive", std::nullopt);
+        }
         const std::uint64_t tail_start = size_ - tail_bytes;
         const std::string tail = read(tail_start, tail_bytes, "the end of the archive");
         const auto* bytes = reinterpret_cast<const unsigned char*>(tail.data());
@@ -224,7 +226,8 @@ private:
                          std::to_string(entry.header_offset) + ", where there is no local file header",
                      entry.record_offset);
             }
-            const std::string_view local_name(bytes.data() + kLocalBytes, std::min<std::size_t>(le16(header + 26), entry.name.size()));
+            const std::string_view local_name(bytes.data() + kLocalBytes,
+                                              std::min<std::size_t>(le16(header + 26), entry.name.size()));
             if (le16(header + 26) != entry.name.size() || local_name != entry.name) {
                 fail("the local file header at byte " + std::to_string(entry.header_offset) + " names " +
                          gguf::in_quotes(local_name) + ", the central directory " + gguf::in_quotes(entry.name),
@@ -236,7 +239,8 @@ private:
                      entry.header_offset);
             }
             entry.data_offset = entry.header_offset + header_bytes + le16(header + 28);
-            if (entry.data_offset > directory_offset_ || directory_offset_ - entry.data_offset < entry.compressed_size) {
+            if (entry.data_offset > directory_offset_ ||
+                directory_offset_ - entry.data_offset < entry.compressed_size) {
                 fail("entry " + gguf::in_quotes(entry.name) + " ([" + std::to_string(entry.data_offset) + ", +" +
                          std::to_string(entry.compressed_size) + ")) runs into the central directory at byte " +
                          std::to_string(directory_offset_),
@@ -256,8 +260,9 @@ private:
             const Entry& after = *by_offset[i];
             if (before.data_offset + before.compressed_size > after.header_offset) {
                 fail("entries " + gguf::in_quotes(before.name) + " and " + gguf::in_quotes(after.name) +
-                         " overlap: the first ends at byte " + std::to_string(before.data_offset + before.compressed_size) +
-                         ", the second starts at byte " + std::to_string(after.header_offset),
+                         " overlap: the first ends at byte " +
+                         std::to_string(before.data_offset + before.compressed_size) + ", the second starts at byte " +
+                         std::to_string(after.header_offset),
                      after.header_offset);
             }
         }
@@ -300,7 +305,8 @@ std::string read_stored_entry(const SourceObject& file, const Entry& entry, std:
         throw SourceError({Problem{file.name(), name + problem, at}});
     };
     if (!entry.stored()) {
-        fail(" is compressed (" + method_name(entry.method) + "); only stored entries are read, as torch.save writes them",
+        fail(" is compressed (" + method_name(entry.method) +
+                 "); only stored entries are read, as torch.save writes them",
              entry.header_offset);
     }
     if (entry.size != entry.compressed_size) {

@@ -364,7 +364,9 @@ std::string Response::status_text() const {
     std::string text = "HTTP " + std::to_string(status);
     const std::string words = reason.empty() ? usual_reason(status) : reason;
     if (!words.empty()) text += " " + words;
-    if (!error_code.empty()) return error_code + (error_message.empty() ? "" : ": " + error_message) + " (" + text + ")";
+    if (!error_code.empty()) {
+        return error_code + (error_message.empty() ? "" : ": " + error_message) + " (" + text + ")";
+    }
     if (!error_message.empty()) text += ": " + error_message;
     return text;
 }

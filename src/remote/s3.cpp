@@ -110,8 +110,8 @@ S3Address parse_s3_address(const std::string& source) {
         throw_problem(source, why + "; expected s3://BUCKET/KEY or s3://BUCKET/PREFIX/");
     };
     if (address.bucket.empty()) bad("no bucket named");
-    if (address.bucket.size() > 255 ||
-        !std::all_of(address.bucket.begin(), address.bucket.end(), [](unsigned char c) { return is_bucket_character(c); })) {
+    if (address.bucket.size() > 255 || !std::all_of(address.bucket.begin(), address.bucket.end(),
+                                                    [](unsigned char c) { return is_bucket_character(c); })) {
         bad("'" + address.bucket + "' is not a bucket name (letters, digits, '-', '.', '_')");
     }
     for (std::size_t start = 0; start <= address.key.size();) {
@@ -178,7 +178,9 @@ S3ListingPage read_listing_page(const std::string& body) {
     }
     if (root.child_text("IsTruncated").value_or("false") == "true") {
         page.next_continuation = root.child_text("NextContinuationToken").value_or("");
-        if (page.next_continuation.empty()) throw std::runtime_error("a truncated page without <NextContinuationToken>");
+        if (page.next_continuation.empty()) {
+            throw std::runtime_error("a truncated page without <NextContinuationToken>");
+        }
     }
     return page;
 }

@@ -67,7 +67,8 @@ BOOST_AUTO_TEST_CASE(a_single_line_escapes_control_bytes_and_broken_utf8) {
 BOOST_AUTO_TEST_CASE(a_source_error_says_its_first_problem_and_how_many_more) {
     const SourceError one({Problem{"a.gguf", "bad magic", 0, ErrorKind::InvalidSource}});
     BOOST_TEST(one.summary() == "a.gguf: bad magic (at byte 0)");
-    const SourceError three({Problem{"a", "first", std::nullopt, ErrorKind::NotFound}, Problem{"b", "second", std::nullopt, ErrorKind::InvalidSource},
+    const SourceError three({Problem{"a", "first", std::nullopt, ErrorKind::NotFound},
+                             Problem{"b", "second", std::nullopt, ErrorKind::InvalidSource},
                              Problem{"c", "third", std::nullopt, ErrorKind::InvalidSource}});
     BOOST_TEST(three.summary() == "a: first (and 2 more problems: tensorfs validate lists them)");
     BOOST_TEST(three.kind() == ErrorKind::NotFound);

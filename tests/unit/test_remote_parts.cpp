@@ -92,7 +92,8 @@ BOOST_AUTO_TEST_CASE(hub_addresses) {
     BOOST_TEST(full.revision_given);
     BOOST_TEST(full.path == "sub/dir/model.gguf");
 
-    for (const char* bad : {"hf://", "hf://org", "hf://org/", "hf://org/repo@", "hf://org/../x", "hf://org/repo/a/../b"}) {
+    for (const char* bad :
+         {"hf://", "hf://org", "hf://org/", "hf://org/repo@", "hf://org/../x", "hf://org/repo/a/../b"}) {
         BOOST_CHECK_THROW(parse_hub_address(bad), SourceError);
     }
 }
