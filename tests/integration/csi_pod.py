@@ -8,7 +8,8 @@ A check is {"file": path under the volume, "expected": a file outside, "how": "f
 file's float32 values with the expected ones bit for bit (NaN matching NaN) with numpy, "cmp" runs cmp(1).
 `--loop` repeats the passes until a line arrives on stdin after the checks (a reader that goes on while the test
 kills and restarts the plugin), then prints the number of passes and failures; `--hold FILE` instead reads FILE
-and prints the error it ends with (a reader stuck on a server that stopped answering)."""
+and prints the error it ends with (a reader stuck on a server that stopped answering); `--keep FILE` keeps FILE
+open until a line arrives on stdin (a pod that holds its volume)."""
 import json
 import os
 import select
@@ -103,6 +104,11 @@ def main():
     if not fuse_refused():
         print(json.dumps({"error": "/dev/fuse opened in the pod"}), flush=True)
         return 1
+    if sys.argv[2:3] == ["--keep"]:
+        with open(os.path.join(VOLUME, sys.argv[3]), "rb"):
+            print(json.dumps({"open": sys.argv[3]}), flush=True)
+            sys.stdin.readline()
+        return 0
     if sys.argv[2:3] == ["--hold"]:
         print(json.dumps({"reading": sys.argv[3]}), flush=True)
         try:

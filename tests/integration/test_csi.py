@@ -10,6 +10,7 @@ import secrets
 import shutil
 import signal
 import tempfile
+import threading
 import time
 import unittest
 
@@ -19,7 +20,7 @@ import remote_servers
 import s3_servers
 from csi_client import INLINE, Mode, Plugin, Pod, capability, is_published, pb, read_in_pod, secret_holders
 from remote_servers import FaultProxy, Nginx, requests_in
-from tensorfs_mount import VECTORS, daemon_pids, run, wait_until
+from tensorfs_mount import VECTORS, daemon_pids, read_file, run, unmount_or_detach, wait_until
 
 SHARDED = os.path.join(VECTORS, "safetensors", "sharded")
 EXPECTED = os.path.join(SHARDED, "expected")
@@ -332,6 +333,40 @@ class Restarts(CsiTest):
         self.assert_pod_reads(target, self.folder)
         plugin.unpublish(target)
         self.assert_gone(plugin, target)
+
+    def test_unpublishing_never_aborts_a_mount_that_took_its_connection_number(self):
+        # A pod holds the volume past its unmount, so the plugin waits for the FUSE connection to end before it
+        # would abort it. The pod lets go, the connection ends, and a new mount takes its number (the kernel hands
+        # out the lowest free one): the plugin must leave that mount alone. Tried until the new mount gets the
+        # number, which another test mounting at that moment can take first.
+        plugin = self.plugin()
+        for attempt in range(5):
+            target = plugin.target(f"pod-k{attempt}")
+            plugin.publish(target, self.folder)
+            number = os.minor(os.stat(target).st_dev)
+            with Pod(target, "--keep", "model.json") as pod, tempfile.TemporaryDirectory() as other:
+                self.assertEqual(pod.line(), {"open": "model.json"})
+                unpublishing = threading.Thread(target=plugin.unpublish, args=(target,))
+                unpublishing.start()
+                try:
+                    self.assertTrue(wait_until(lambda: not os.path.ismount(target)), "never unmounted")
+                    pod.finish()   # the pod lets go: the connection ends while the plugin waits for it to
+                    self.assertTrue(wait_until(lambda: not os.path.exists(f"/sys/fs/fuse/connections/{number}")))
+                    result = run("mount", os.path.join(SHARDED, "model-00001-of-00003.safetensors"), other)
+                    self.assertEqual(result.returncode, 0, result.stderr)
+                    try:
+                        took_it = os.minor(os.stat(other).st_dev) == number
+                        unpublishing.join(timeout=120)
+                        self.assertFalse(unpublishing.is_alive())
+                        self.assertIn("tensor_count", read_file(os.path.join(other, "model.json")).decode())
+                    finally:
+                        unmount_or_detach(other)
+                finally:
+                    unpublishing.join(timeout=120)
+            self.assert_gone(plugin, target)
+            if took_it:
+                return
+        self.fail("in 5 attempts, no new mount got the number of the connection that ended")
 
     def test_a_server_that_stops_answering_while_a_pod_reads_is_unpublished_within_the_bound(self):
         plugin = self.plugin()
