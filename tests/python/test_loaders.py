@@ -4,9 +4,11 @@ made on the meta device get_slice's shape and get_dtype mapped through its str_t
 weights iterator (keys, get_tensor, narrowed per tensor-parallel rank by its linear layers' weight loaders), and the
 sharded reads of tensor-parallel loaders (text-generation-inference's get_sharded: get_slice(k)[start:stop] by
 rows, [:, start:stop] by columns, for each rank of 1, 2 and 4). The same code reads a safetensors file, a GGUF and a
-PyTorch checkpoint, written here with writers sharing no code with tensorfs; every value is checked against the
+PyTorch checkpoint, written here with writers sharing no code with tensorfs, each read from the local disk, from
+nginx over HTTP and as the Hugging Face Hub, and from the tests' S3 store; every value is checked against the
 values the files were written from (a Q8_0 weight's as the independent numpy dequantization gives them)."""
 import math
+import os
 
 import numpy as np
 import pytest
@@ -14,6 +16,8 @@ import torch
 
 import tensorfs
 from gguf_writer import GGML_Q8_0, dequantize_q8_0, quantize_q8_0, write
+from remote_servers import HUB_REPO, Nginx
+from s3_servers import S3Server
 from safetensors_files import write_safetensors
 
 # transformers.modeling_utils.str_to_torch_dtype, as it stands for a torch without the unsigned dtypes.
@@ -64,9 +68,37 @@ def write_sources(folder):
     return sources
 
 
+KINDS = ["safetensors", "gguf", "pytorch"]
+WHERE = ["local", "http", "hub", "s3"]
+BUCKET = "loaders"
+
+
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory):
-    return write_sources(tmp_path_factory.mktemp("loaders"))
+    """{(kind, where): (SOURCE, expected)}: the files served by nginx (plain and as the Hub) and an S3 store, with
+    this process's environment pointed at them and a disk cache of its own while the module's tests run."""
+    folder = tmp_path_factory.mktemp("loaders")
+    files = write_sources(folder)
+    nginx = Nginx(str(folder))
+    s3 = S3Server()
+    saved = dict(os.environ)
+    try:
+        s3.create_bucket(BUCKET)
+        s3.put_tree(BUCKET, str(folder))
+        os.environ.update(s3.env(XDG_CACHE_HOME=str(tmp_path_factory.mktemp("cache")), NO_PROXY="127.0.0.1,localhost",
+                                 no_proxy="127.0.0.1,localhost", HF_ENDPOINT=f"http://127.0.0.1:{nginx.hub}"))
+        os.environ.pop("HF_TOKEN", None)
+        places = {"local": lambda name: str(folder / name),
+                  "http": lambda name: f"http://127.0.0.1:{nginx.http}/{name}",
+                  "hub": lambda name: f"hf://{HUB_REPO}/{name}",
+                  "s3": lambda name: f"s3://{BUCKET}/{name}"}
+        yield {(kind, where): (places[where](os.path.basename(path)), expected)
+               for kind, (path, expected) in files.items() for where in WHERE}
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        nginx.stop()
+        s3.stop()
 
 
 def transformers_load_state_dict(checkpoint_file, map_location="cpu"):
@@ -125,9 +157,10 @@ def as_expected(tensor):
     return tensor.to(torch.float64 if tensor.dtype.is_floating_point else torch.int64).numpy()
 
 
-@pytest.mark.parametrize("kind", ["safetensors", "gguf", "pytorch"])
-def test_transformers_load_state_dict(sources, kind):
-    path, expected = sources[kind]
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("kind", KINDS)
+def test_transformers_load_state_dict(sources, kind, where):
+    path, expected = sources[kind, where]
     state_dict = transformers_load_state_dict(path)
     assert sorted(state_dict) == sorted(expected) and list(state_dict) == sorted(expected)
     meta = transformers_load_state_dict(path, map_location="meta")
@@ -138,9 +171,10 @@ def test_transformers_load_state_dict(sources, kind):
         assert np.array_equal(as_expected(tensor), values), name
 
 
-@pytest.mark.parametrize("kind", ["safetensors", "gguf", "pytorch"])
-def test_vllm_weights_iterator_and_tensor_parallel_shards(sources, kind):
-    path, expected = sources[kind]
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("kind", KINDS)
+def test_vllm_weights_iterator_and_tensor_parallel_shards(sources, kind, where):
+    path, expected = sources[kind, where]
     weights = dict(vllm_weights_iterator([path]))
     assert weights.keys() == expected.keys()
     for name, (dtype, values) in expected.items():
@@ -156,9 +190,10 @@ def test_vllm_weights_iterator_and_tensor_parallel_shards(sources, kind):
                     assert shard.dtype == dtype and np.array_equal(as_expected(shard), wanted), (name, dim)
 
 
-@pytest.mark.parametrize("kind", ["safetensors", "gguf", "pytorch"])
-def test_sharded_slices_of_each_rank(sources, kind):
-    path, expected = sources[kind]
+@pytest.mark.parametrize("where", WHERE)
+@pytest.mark.parametrize("kind", KINDS)
+def test_sharded_slices_of_each_rank(sources, kind, where):
+    path, expected = sources[kind, where]
     with tensorfs.safe_open(path, framework="pt") as f:
         for name, (dtype, values) in expected.items():
             assert STR_TO_TORCH_DTYPE[f.get_slice(name).get_dtype()] == dtype, name
