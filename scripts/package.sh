@@ -6,7 +6,7 @@
 # Beside it, in the same folder, the Python wheel tensorfs-VERSION-cpXY-cpXY-linux_x86_64.whl for the python the
 # module is built for (TENSORFS_PYTHON, /usr/bin/python3): pip makes it through pyproject.toml's backend from this
 # build folder, so it holds the very module the .deb has (stripped alike). Install it with `pip install
-# build-package/tensorfs-*.whl` in a venv of that python; scripts/wheel-smoke.sh tests it.
+# build-package/tensorfs-*.whl` in a venv of that python; tests/packaging tests it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-package}

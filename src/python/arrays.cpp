@@ -65,12 +65,15 @@ void add_array_types(py::module_& module) {
     py::class_<HeldMemory>(module, "_HeldMemory", py::buffer_protocol()).def_buffer(&HeldMemory::buffer);
 }
 
-ArrayMaker::ArrayMaker(Framework framework)
-    : framework_(framework),
-      module_(framework == Framework::Torch ? import_framework("torch", "pt") : import_framework("numpy", "np")) {}
+const py::object& ArrayMaker::module() const {
+    if (!module_) {
+        module_ = framework_ == Framework::Torch ? import_framework("torch", "pt") : import_framework("numpy", "np");
+    }
+    return module_;
+}
 
 bool ArrayMaker::torch_has(std::string_view dtype) const {
-    return framework_ == Framework::Torch && py::hasattr(module_, std::string(dtype).c_str());
+    return framework_ == Framework::Torch && py::hasattr(module(), std::string(dtype).c_str());
 }
 
 std::optional<ArrayPlan> ArrayMaker::plan(const Tensor& tensor, std::optional<ValueView> requested) const {
@@ -84,14 +87,14 @@ py::object ArrayMaker::over(const ArrayPlan& plan, const std::vector<std::uint64
     for (const std::uint64_t dim : shape) size *= dim;
     if (framework_ == Framework::Numpy) {
         const py::object held = py::cast(HeldMemory(memory, bytes, static_cast<std::size_t>(size), writable));
-        return module_.attr("frombuffer")(held, py::arg("dtype") = plan.numpy_dtype).attr("reshape")(dims);
+        return module().attr("frombuffer")(held, py::arg("dtype") = plan.numpy_dtype).attr("reshape")(dims);
     }
-    const py::object dtype = module_.attr(plan.torch_dtype.c_str());
+    const py::object dtype = module().attr(plan.torch_dtype.c_str());
     // torch.frombuffer refuses an empty buffer.
-    if (size == 0) return module_.attr("empty")(dims, py::arg("dtype") = dtype);
+    if (size == 0) return module().attr("empty")(dims, py::arg("dtype") = dtype);
     // Writable: torch has no read-only tensors, and warns about a read-only buffer.
     const py::object held = py::cast(HeldMemory(memory, bytes, static_cast<std::size_t>(size), true));
-    return module_.attr("frombuffer")(held, py::arg("dtype") = dtype).attr("reshape")(dims);
+    return module().attr("frombuffer")(held, py::arg("dtype") = dtype).attr("reshape")(dims);
 }
 
 }  // namespace tensorfs::python

@@ -22,9 +22,12 @@ void add_array_types(pybind11::module_& module);
 
 class ArrayMaker {
 public:
-    // Imports the framework's module: numpy for Framework::Numpy, torch for Framework::Torch, and only that one. A
-    // missing one raises ModuleNotFoundError, naming it and how to install it.
-    explicit ArrayMaker(Framework framework);
+    explicit ArrayMaker(Framework framework) : framework_(framework) {}
+
+    // The framework's module, numpy for Framework::Numpy and torch for Framework::Torch (only that one), imported at
+    // the first call: what needs no array, such as a numpy handle's get_dtype(), imports nothing. A missing one
+    // raises ModuleNotFoundError, naming it and how to install it.
+    const pybind11::object& module() const;
 
     Framework framework() const { return framework_; }
     // Whether torch has a dtype of this name (torch 1.13 has no uint16, float8_e4m3fn...).
@@ -41,7 +44,7 @@ public:
 
 private:
     Framework framework_;
-    pybind11::object module_;   // numpy or torch
+    mutable pybind11::object module_;   // numpy or torch, once imported
 };
 
 }  // namespace tensorfs::python

@@ -40,8 +40,7 @@ bool is_torch_device(const py::handle& device) {
 // Raises RuntimeError when this torch cannot make a tensor on `device`: the check torch itself makes at the first
 // tensor, made now.
 void check_usable(const std::string& device) {
-    const ArrayMaker imports(Framework::Torch);   // ModuleNotFoundError naming torch when it is missing
-    const py::module_ torch = py::module_::import("torch");
+    const py::object torch = ArrayMaker(Framework::Torch).module();   // ModuleNotFoundError naming torch if missing
     try {
         torch.attr("empty")(0, py::arg("device") = device);
     } catch (py::error_already_set& error) {

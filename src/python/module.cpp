@@ -79,7 +79,7 @@ std::unique_ptr<SafeOpen> safe_open(const py::handle& source, const std::string&
 py::dict load(const py::handle& source, const std::string& framework, const py::handle& device,
               const py::handle& dtype, const py::handle& tensors, const py::kwargs& options) {
     const Framework chosen = framework_of(framework);
-    const ArrayMaker imports(chosen);   // a ModuleNotFoundError before anything is opened
+    ArrayMaker(chosen).module();   // a ModuleNotFoundError before anything is opened
     const auto requested = requested_dtype(dtype);
     std::string where = device_named(device, chosen);
     const std::string glob = tensors.is_none() ? std::string() : name_from_python(tensors);

@@ -171,6 +171,7 @@ py::object TensorReader::on_device(py::object array) const {
 bool brief(const Engine& model, std::uint64_t bytes) { return !model.remote() && bytes < kLargeArray; }
 
 py::object TensorReader::whole(std::uint32_t tensor) const {
+    maker_.module();   // a ModuleNotFoundError before any work
     const ArrayPlan plan = this->plan(tensor);
     const Tensor& t = model_->catalog().tensors[tensor];
     if (auto array = mapped(tensor, plan, 0, t.elements, t.shape)) return on_device(std::move(*array));
@@ -182,6 +183,7 @@ py::object TensorReader::whole(std::uint32_t tensor) const {
 }
 
 py::dict TensorReader::many(const std::vector<std::uint32_t>& tensors) const {
+    maker_.module();
     const Catalog& catalog = model_->catalog();
     std::vector<py::object> arrays(tensors.size());
     auto batch = std::make_shared<std::vector<Output>>();
@@ -221,6 +223,7 @@ py::dict TensorReader::many(const std::vector<std::uint32_t>& tensors) const {
 }
 
 py::object TensorReader::part(std::uint32_t tensor, const Selection& selection) const {
+    maker_.module();
     const ArrayPlan plan = this->plan(tensor);
     if (selection.runs.size() == 1 && selection.runs.front().repeat == 1) {
         const ElementRun& run = selection.runs.front();
