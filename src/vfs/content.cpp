@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "tensorfs/json_files.hpp"
-#include "tensorfs/npy.hpp"
+#include "npy.hpp"
 #include "tensorfs/safetensors_dtypes.hpp"
 
 namespace tensorfs {

@@ -9,7 +9,7 @@
 
 #include "tensorfs/quantized_values.hpp"
 #include "tensorfs/decode_view.hpp"
-#include "tensorfs/stored_blocks.hpp"
+#include "stored_blocks.hpp"
 
 namespace tensorfs {
 namespace {

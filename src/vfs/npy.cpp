@@ -1,4 +1,4 @@
-#include "tensorfs/npy.hpp"
+#include "npy.hpp"
 
 namespace tensorfs {
 namespace {

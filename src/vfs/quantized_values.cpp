@@ -16,7 +16,7 @@
 #include "tensorfs/errors.hpp"
 #include "tensorfs/f32_to_16.hpp"
 #include "tensorfs/quantized_kernels.hpp"
-#include "tensorfs/stored_blocks.hpp"
+#include "stored_blocks.hpp"
 
 namespace tensorfs {
 namespace {

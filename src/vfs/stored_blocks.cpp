@@ -5,7 +5,7 @@
 //   2. a slab's elements are read in that order, nearby ones in one read, into a staging buffer;
 //   3. the staging buffer is copied to the elements' C-order places in tiles, so that neither side jumps far for
 //      each element (a transposed matrix is a transposition: element by element it would miss the caches).
-#include "tensorfs/stored_blocks.hpp"
+#include "stored_blocks.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,7 +1,7 @@
 // The .npy header that dequant.npy starts with (NumPy format 1.0, as numpy.lib.format writes it).
 #include <boost/test/unit_test.hpp>
 
-#include "tensorfs/npy.hpp"
+#include "vfs/npy.hpp"
 
 using namespace tensorfs;
 

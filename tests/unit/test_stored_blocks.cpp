@@ -6,7 +6,7 @@
 #include <cstring>
 #include <random>
 
-#include "tensorfs/stored_blocks.hpp"
+#include "vfs/stored_blocks.hpp"
 
 using namespace tensorfs;
 
