@@ -31,5 +31,5 @@ TENSORFS_WHEEL=$(ls build/tensorfs-*.whl) /usr/bin/python3 -m pytest -q -p no:ca
 
 scripts/build.sh build-asan -DTENSORFS_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 (cd build-asan && ctest --output-on-failure -j"$test_jobs")  # the sanitizers' options: tests/CMakeLists.txt
-scripts/fuzz.sh 20  # every libFuzzer target (8) for 20 s, one per core at a time, with ASan + UBSan (clang);
+scripts/fuzz.sh 10  # every libFuzzer target (9) for 10 s, one per core at a time, with ASan + UBSan (clang);
                     # fails on any finding
