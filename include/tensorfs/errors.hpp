@@ -10,6 +10,10 @@
 
 namespace tensorfs {
 
+// The length of the UTF-8 sequence that starts `text` (2 to 4; 0 when it starts none, an ASCII byte included): a
+// lead byte and its continuation bytes, no overlong forms, no surrogates, nothing past U+10FFFF.
+std::size_t utf8_sequence(std::string_view text);
+
 // The text with every control byte (a line break above all) and every byte that is not part of valid UTF-8 written
 // as \xNN, so that a message that names a file or a tensor (names come from the source itself) stays one printable
 // line, and one that Python can hold as str.

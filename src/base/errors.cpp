@@ -4,10 +4,7 @@
 #include <cerrno>
 
 namespace tensorfs {
-namespace {
 
-// The length of the UTF-8 sequence that starts `text` (0 when it starts none): a lead byte, its continuation bytes,
-// no overlong forms, no surrogates, nothing past U+10FFFF.
 std::size_t utf8_sequence(std::string_view text) {
     const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
     const unsigned char lead = byte(0);
@@ -32,6 +29,8 @@ std::size_t utf8_sequence(std::string_view text) {
     }
     return length;
 }
+
+namespace {
 
 struct KindInfo {
     ErrorKind kind;

@@ -88,44 +88,12 @@ void HeaderReader::read_exact(void* dst, std::uint64_t length, std::uint64_t off
     }
 }
 
-namespace {
-
-// The length of the UTF-8 sequence that starts at `at` (1 to 4), or 0 when the bytes there are not one: a stray
-// continuation byte, an overlong form, a surrogate, a code point past U+10FFFF, or a sequence cut short.
-std::size_t utf8_length(std::string_view text, std::size_t at) {
-    const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
-    const unsigned char lead = byte(at);
-    if (lead < 0x80) return 1;
-    std::size_t length = 0;
-    unsigned char low = 0x80, high = 0xBF;   // the range of the second byte
-    if (lead >= 0xC2 && lead <= 0xDF) {
-        length = 2;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-        length = 3;
-        if (lead == 0xE0) low = 0xA0;
-        if (lead == 0xED) high = 0x9F;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-        length = 4;
-        if (lead == 0xF0) low = 0x90;
-        if (lead == 0xF4) high = 0x8F;
-    } else {
-        return 0;
-    }
-    if (at + length > text.size() || byte(at + 1) < low || byte(at + 1) > high) return 0;
-    for (std::size_t i = 2; i < length; ++i) {
-        if (byte(at + i) < 0x80 || byte(at + i) > 0xBF) return 0;
-    }
-    return length;
-}
-
-}  // namespace
-
 std::string in_quotes(std::string_view text) {
     static constexpr char kHex[] = "0123456789ABCDEF";
     std::string out = "'";
     for (std::size_t at = 0; at < text.size();) {
         const auto byte = static_cast<unsigned char>(text[at]);
-        const std::size_t length = utf8_length(text, at);
+        const std::size_t length = byte < 0x80 ? 1 : utf8_sequence(text.substr(at));
         if (length > 1) {
             out.append(text.substr(at, length));
             at += length;

@@ -29,12 +29,16 @@ using Clock = std::chrono::steady_clock;
 const std::filesystem::path kObject = "0123456789abcdef0123456789abcdef";
 const std::filesystem::path kOtherObject = "fedcba98765432100123456789abcdef";
 
+// Two processes' locks over one disk cache folder.
+struct TwoProcesses {
+    const test::TempFolder folder;
+    FetchLocks first{folder.path()};
+    FetchLocks second{folder.path()};
+};
+
 BOOST_AUTO_TEST_SUITE(fetch_locks)
 
-BOOST_AUTO_TEST_CASE(one_process_at_a_time_per_block) {
-    const test::TempFolder folder;
-    FetchLocks first(folder.path());
-    FetchLocks second(folder.path());
+BOOST_FIXTURE_TEST_CASE(one_process_at_a_time_per_block, TwoProcesses) {
     HeldLock held = first.try_lock(kObject, 3);
     BOOST_REQUIRE(held != nullptr);
     BOOST_TEST(second.try_lock(kObject, 3) == nullptr);
@@ -48,10 +52,7 @@ BOOST_AUTO_TEST_CASE(one_process_at_a_time_per_block) {
     BOOST_TEST(second.try_lock(kObject, 3) != nullptr);
 }
 
-BOOST_AUTO_TEST_CASE(a_lock_taken_twice_in_a_process_goes_with_its_last_holder) {
-    const test::TempFolder folder;
-    FetchLocks first(folder.path());
-    FetchLocks second(folder.path());
+BOOST_FIXTURE_TEST_CASE(a_lock_taken_twice_in_a_process_goes_with_its_last_holder, TwoProcesses) {
     HeldLock fetch = first.try_lock(kObject, 7);
     HeldLock again = first.try_lock(kObject, 7);  // another thread of the same process: never refused
     BOOST_REQUIRE(fetch != nullptr);
@@ -64,10 +65,7 @@ BOOST_AUTO_TEST_CASE(a_lock_taken_twice_in_a_process_goes_with_its_last_holder) 
     BOOST_TEST(!second.held_elsewhere(kObject, 7));
 }
 
-BOOST_AUTO_TEST_CASE(a_wait_ends_at_its_deadline_or_when_the_lock_goes) {
-    const test::TempFolder folder;
-    FetchLocks first(folder.path());
-    FetchLocks second(folder.path());
+BOOST_FIXTURE_TEST_CASE(a_wait_ends_at_its_deadline_or_when_the_lock_goes, TwoProcesses) {
     HeldLock held = first.try_lock(kObject, 1);
     BOOST_REQUIRE(held != nullptr);
     BOOST_TEST(!second.wait_while_held_elsewhere(kObject, 1, Clock::now() + 20ms));
@@ -77,10 +75,7 @@ BOOST_AUTO_TEST_CASE(a_wait_ends_at_its_deadline_or_when_the_lock_goes) {
     holder.join();
 }
 
-BOOST_AUTO_TEST_CASE(a_process_sees_that_another_waits_until_the_wait_ends) {
-    const test::TempFolder folder;
-    FetchLocks first(folder.path());
-    FetchLocks second(folder.path());
+BOOST_FIXTURE_TEST_CASE(a_process_sees_that_another_waits_until_the_wait_ends, TwoProcesses) {
     HeldLock held = first.try_lock(kObject, 1);
     BOOST_REQUIRE(held != nullptr);
     BOOST_TEST(!first.someone_waits());
