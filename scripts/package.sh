@@ -20,7 +20,7 @@ cmake -S . -B "$dir" -DTENSORFS_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBU
   -DCMAKE_CXX_FLAGS="$(dpkg-buildflags --get CPPFLAGS) $(dpkg-buildflags --get CXXFLAGS)" \
   -DCMAKE_EXE_LINKER_FLAGS="$(dpkg-buildflags --get LDFLAGS)" \
   -DCMAKE_MODULE_LINKER_FLAGS="$(dpkg-buildflags --get LDFLAGS)" "$@" >/dev/null
-cmake --build "$dir" -j"$(nproc)" --target tensorfs tensorfs-csi tensorfs-holder tensorfs_python >&2
+cmake --build "$dir" -j"$(nproc)" --target packaged_binaries >&2  # cmake/package.cmake
 rm -f "$dir"/tensorfs_*.deb "$dir"/tensorfs-*.whl
 (cd "$dir" && cpack -G DEB >/dev/null)
 # The wheel: the build folder is already configured and built for this python, so pip's build configures it again
