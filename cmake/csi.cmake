@@ -17,13 +17,13 @@ add_custom_command(OUTPUT ${CSI_STUBS}
 # Generated code is compiled without our warnings; src/csi keeps them (and -Werror).
 add_library(csi_stubs STATIC ${CSI_STUBS_DIR}/csi.pb.cc ${CSI_STUBS_DIR}/csi.grpc.pb.cc)
 target_compile_options(csi_stubs PRIVATE -w)
-# Its two large generated files compile one per core, not as one batch on one core (66 s with the other core idle in
-# the packaged build: docs/ci.md).
-set_target_properties(csi_stubs PROPERTIES UNITY_BUILD OFF)
 # Nor with the sanitizers: they check our code, not protoc's, and instrumenting it at -O0 cost CI minutes (docs/ci.md).
 if(TENSORFS_SANITIZE)
   target_compile_options(csi_stubs PRIVATE -fno-sanitize=all)
 endif()
+# Its two large generated files compile one per core, not as one batch on one core (66 s with the other core idle in
+# the packaged build: docs/ci.md).
+set_target_properties(csi_stubs PROPERTIES UNITY_BUILD OFF)
 target_include_directories(csi_stubs SYSTEM PUBLIC ${CSI_STUBS_DIR})
 target_link_libraries(csi_stubs PUBLIC gRPC::grpc++ protobuf::libprotobuf)
 
